@@ -1,0 +1,197 @@
+//! The [`Actor`] trait, lifecycle states, and the per-actor record a locality keeps.
+
+use crate::address::Address;
+use crate::arena::Key;
+use crate::context::Context;
+use crate::error::Error;
+use crate::locality::Core;
+use crate::supervisor::SupervisorState;
+use smallvec::SmallVec;
+use std::any::Any;
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+
+/// User code that runs inside a supervisor, one message at a time.
+///
+/// Every method has a default, so `impl Actor for T {}` is a complete actor.
+/// The hooks mark the lifecycle transitions; handlers for messages are
+/// subscribed with [`Context::subscribe`] (typically in `init_start`).
+///
+/// ```
+/// use commutator::*;
+///
+/// struct Greeter;
+/// struct Hello(&'static str);
+///
+/// impl Actor for Greeter {
+///     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.subscribe(Self::on_hello);
+///     }
+/// }
+/// impl Greeter {
+///     fn on_hello(&mut self, hello: &Hello, ctx: &mut Context<'_, Self>) {
+///         assert_eq!(hello.0, "world");
+///         ctx.shutdown_supervisor();
+///     }
+/// }
+///
+/// let mut system = System::new()?;
+/// let root = system.spawn_root(Supervisor).supervisor(SupervisorConfig::default()).finish()?;
+/// let greeter = system.spawn(&root, Greeter).finish()?;
+/// system.send(&greeter, Hello("world"))?;
+/// system.run()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait Actor: Sized + 'static {
+    /// NEW → INITIALIZING: subscribe handlers, spawn children, start init work.
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let _ = ctx;
+    }
+    /// INITIALIZING → INITIALIZED: every plugin voted ready.
+    fn init_finish(&mut self, ctx: &mut Context<'_, Self>) {
+        let _ = ctx;
+    }
+    /// INITIALIZED → OPERATIONAL: the supervisor started the actor.
+    fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let _ = ctx;
+    }
+    /// → SHUTTING_DOWN: release what the actor holds.
+    fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let _ = ctx;
+    }
+    /// SHUTTING_DOWN → SHUT_DOWN: the last call; subscriptions and timers go next.
+    fn shutdown_finish(&mut self, ctx: &mut Context<'_, Self>) {
+        let _ = ctx;
+    }
+}
+
+/// Where an actor is in its lifecycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ActorState {
+    /// Created; receives nothing yet.
+    New,
+    /// Plugins are initializing.
+    Initializing,
+    /// Every plugin is ready; waiting for the supervisor's start.
+    Initialized,
+    /// Serving.
+    Operational,
+    /// Releasing resources; children are shutting down.
+    ShuttingDown,
+    /// Gone.
+    ShutDown,
+}
+
+impl fmt::Display for ActorState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ActorState::New => "NEW",
+            ActorState::Initializing => "INITIALIZING",
+            ActorState::Initialized => "INITIALIZED",
+            ActorState::Operational => "OPERATIONAL",
+            ActorState::ShuttingDown => "SHUTTING_DOWN",
+            ActorState::ShutDown => "SHUT_DOWN",
+        })
+    }
+}
+
+/// Per-actor settings, set on the [`Builder`](crate::Builder).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ActorConfig {
+    /// How long init may take before it fails with `InitTimeout` (`None`: no limit).
+    pub init_timeout: Option<Duration>,
+    /// How long shutdown may take before it is a contract violation (`None`: no limit).
+    pub shutdown_timeout: Option<Duration>,
+}
+
+/// A lifecycle hook, for calling through the erased actor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hook {
+    InitStart,
+    InitFinish,
+    OnStart,
+    ShutdownStart,
+    ShutdownFinish,
+}
+
+/// An actor with its type erased.
+pub(crate) trait ActorObject: Any {
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn hook(&mut self, hook: Hook, core: &mut Core, me: Key);
+}
+
+impl<A: Actor> ActorObject for A {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn hook(&mut self, hook: Hook, core: &mut Core, me: Key) {
+        let ctx = &mut Context::new(core, me);
+        match hook {
+            Hook::InitStart => self.init_start(ctx),
+            Hook::InitFinish => self.init_finish(ctx),
+            Hook::OnStart => self.on_start(ctx),
+            Hook::ShutdownStart => self.shutdown_start(ctx),
+            Hook::ShutdownFinish => self.shutdown_finish(ctx),
+        }
+    }
+}
+
+/// The supervisor of an actor, and the actor's slot among its children.
+pub(crate) struct ParentLink {
+    pub(crate) address: Address,
+    pub(crate) slot: usize,
+}
+
+/// What a locality keeps for one actor.
+pub(crate) struct ActorCell {
+    pub(crate) name: Cow<'static, str>,
+    /// `None` while the actor is out running a handler or hook.
+    pub(crate) actor: Option<Box<dyn ActorObject>>,
+    pub(crate) state: ActorState,
+    pub(crate) address: Address,
+    pub(crate) identities: SmallVec<[Key; 1]>,
+    pub(crate) subscriptions: SmallVec<[Key; 2]>,
+    pub(crate) timers: SmallVec<[Key; 1]>,
+    pub(crate) parent: Option<ParentLink>,
+    pub(crate) config: ActorConfig,
+    pub(crate) supervisor: Option<Box<SupervisorState>>,
+    /// Why the actor is shutting down.
+    pub(crate) reason: Option<Error>,
+    /// A failure reported while initializing, acted on by the next init vote.
+    pub(crate) init_failure: Option<Error>,
+    /// The pending init or shutdown timeout.
+    pub(crate) lifecycle_timer: Option<Key>,
+}
+
+/// Calls `run` with the actor of type `A` at `me` and a context for it.
+///
+/// Does nothing if the actor is gone, is not an `A`, or is already running.
+pub(crate) fn with_actor<A: Actor>(core: &mut Core, me: Key, run: impl FnOnce(&mut A, &mut Context<'_, A>)) {
+    let Some(mut object) = core.actors.get_mut(me).and_then(|c| c.actor.take()) else { return };
+    if let Some(actor) = object.as_any_mut().downcast_mut::<A>() {
+        run(actor, &mut Context::new(core, me));
+    }
+    if let Some(cell) = core.actors.get_mut(me) {
+        cell.actor = Some(object);
+    }
+}
+
+/// Calls a lifecycle hook of the actor at `me`.
+pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
+    let Some(mut object) = core.actors.get_mut(me).and_then(|c| c.actor.take()) else { return };
+    object.hook(hook, core, me);
+    if let Some(cell) = core.actors.get_mut(me) {
+        cell.actor = Some(object);
+    }
+}
+
+/// The default name of an actor type: its type name without the module path.
+pub(crate) fn default_name<A: 'static>() -> Cow<'static, str> {
+    let full = std::any::type_name::<A>();
+    if full.contains('<') {
+        Cow::Owned(crate::message::short_type_name::<A>())
+    } else {
+        Cow::Borrowed(full.rsplit("::").next().unwrap_or(full))
+    }
+}

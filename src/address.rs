@@ -1,0 +1,115 @@
+//! Addresses: delivery points made by a locality for its actors.
+
+use crate::arena::Key;
+use crate::error::{Error, ErrorCode, SendError};
+use crate::locality::shared::LocalityShared;
+use std::borrow::Cow;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// A delivery point: any message can be sent to it, and any actor can subscribe
+/// to any message type on it.
+///
+/// An address is made by the locality of the actor that owns it: every actor has
+/// a main address, and can create more ("identities") with
+/// [`Context::create_address`](crate::Context::create_address). Addresses are
+/// cheap to clone, `Send + Sync`, and compare by identity. They are generational:
+/// once the owner is gone, the address stays dead even when a newer actor reuses
+/// its slot, and messages to it are dropped (and counted).
+///
+/// `Display` is stable and readable: `locality/actor#n`, plus `:identity` for
+/// extra addresses, where `n` counts the actors spawned on that locality.
+///
+/// ```
+/// # use commutator::*;
+/// let mut locality = Locality::new();
+/// let root = locality.spawn_root(Supervisor).name("root").finish()?;
+/// assert_eq!(root.to_string(), "L0/root#1");
+/// # Ok::<(), commutator::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Address(pub(crate) Arc<AddressInner>);
+
+pub(crate) struct AddressInner {
+    pub(crate) locality: Arc<LocalityShared>,
+    pub(crate) key: Key,
+    pub(crate) actor: Cow<'static, str>,
+    pub(crate) seq: u64,
+    pub(crate) identity: Option<Cow<'static, str>>,
+}
+
+impl Address {
+    pub(crate) fn new(
+        locality: Arc<LocalityShared>,
+        key: Key,
+        actor: Cow<'static, str>,
+        seq: u64,
+        identity: Option<Cow<'static, str>>,
+    ) -> Address {
+        Address(Arc::new(AddressInner { locality, key, actor, seq, identity }))
+    }
+
+    pub(crate) fn key(&self) -> Key {
+        self.0.key
+    }
+
+    pub(crate) fn locality_id(&self) -> u32 {
+        self.0.locality.id
+    }
+
+    /// Sends a message from outside any actor, from any thread: through the
+    /// inbox of the address's locality, waking its loop.
+    ///
+    /// Messages from one thread keep their order. If the locality has finished,
+    /// the message is handed back in the error.
+    pub fn send<M: Send + 'static>(&self, message: M) -> Result<(), SendError<M>> {
+        self.0.locality.post_user(self.0.key, message)
+    }
+
+    /// `true` once the address's locality has finished: nothing sent will arrive.
+    pub fn is_closed(&self) -> bool {
+        self.0.locality.is_closed()
+    }
+
+    /// The name of the actor that owns the address.
+    pub fn actor_name(&self) -> &str {
+        &self.0.actor
+    }
+
+    pub(crate) fn stale_error(&self) -> Error {
+        Error::new(ErrorCode::StaleAddress).with_context(self.to_string())
+    }
+}
+
+impl PartialEq for Address {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key && self.0.locality.id == other.0.locality.id
+    }
+}
+
+impl Eq for Address {}
+
+impl Hash for Address {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.locality.id.hash(state);
+        self.0.key.hash(state);
+    }
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let a = &self.0;
+        write!(f, "{}/{}#{}", a.locality.name, a.actor, a.seq)?;
+        if let Some(id) = &a.identity {
+            write!(f, ":{id}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Address({self})")
+    }
+}

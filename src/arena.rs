@@ -1,0 +1,122 @@
+//! Generational storage over `slab`: a [`Key`] names one insertion, so a key of
+//! a removed value never reaches a newer value stored in the same slot.
+
+use slab::Slab;
+use std::fmt;
+
+/// A slot index plus the generation of the value stored there.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Key {
+    pub(crate) idx: u32,
+    pub(crate) generation: u32,
+}
+
+impl Key {
+    /// A key that no arena ever hands out (used for "no actor").
+    pub(crate) const NONE: Key = Key { idx: u32::MAX, generation: u32::MAX };
+
+    pub(crate) fn is_none(self) -> bool {
+        self == Key::NONE
+    }
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.idx, self.generation)
+    }
+}
+
+struct Entry<T> {
+    generation: u32,
+    value: T,
+}
+
+/// A slab whose keys carry a generation.
+///
+/// Generations come from one counter per arena, so two insertions never share a
+/// key until the counter wraps after 2^32 insertions *and* lands on the same slot.
+pub(crate) struct Arena<T> {
+    slab: Slab<Entry<T>>,
+    next_generation: u32,
+}
+
+impl<T> Default for Arena<T> {
+    fn default() -> Self {
+        Arena { slab: Slab::new(), next_generation: 0 }
+    }
+}
+
+impl<T> Arena<T> {
+    /// Stores a value made from its own key.
+    pub(crate) fn insert_with(&mut self, make: impl FnOnce(Key) -> T) -> Key {
+        let generation = self.next_generation;
+        self.next_generation = self.next_generation.wrapping_add(1);
+        let entry = self.slab.vacant_entry();
+        let idx = u32::try_from(entry.key()).expect("more than 2^32 live entries in one arena");
+        let key = Key { idx, generation };
+        entry.insert(Entry { generation, value: make(key) });
+        key
+    }
+
+    /// Stores a value.
+    pub(crate) fn insert(&mut self, value: T) -> Key {
+        self.insert_with(|_| value)
+    }
+
+    pub(crate) fn get(&self, key: Key) -> Option<&T> {
+        match self.slab.get(key.idx as usize) {
+            Some(e) if e.generation == key.generation => Some(&e.value),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut T> {
+        match self.slab.get_mut(key.idx as usize) {
+            Some(e) if e.generation == key.generation => Some(&mut e.value),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn contains(&self, key: Key) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Removes and returns the value, if the key is still current.
+    pub(crate) fn remove(&mut self, key: Key) -> Option<T> {
+        if !self.contains(key) {
+            return None;
+        }
+        Some(self.slab.remove(key.idx as usize).value)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.slab.len()
+    }
+
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_key_never_reaches_a_reused_slot() {
+        let mut a = Arena::default();
+        let k1 = a.insert("first");
+        assert_eq!(a.remove(k1), Some("first"));
+        let k2 = a.insert("second");
+        assert_eq!(k1.idx, k2.idx, "slab reuses the slot");
+        assert_eq!(a.get(k1), None);
+        assert_eq!(a.remove(k1), None);
+        assert_eq!(a.get(k2), Some(&"second"));
+        assert_eq!(a.len(), 1);
+    }
+
+    #[test]
+    fn insert_with_sees_its_own_key() {
+        let mut a = Arena::default();
+        let k = a.insert_with(|k| k);
+        assert_eq!(a.get(k), Some(&k));
+        assert!(!k.is_none());
+    }
+}

@@ -1,0 +1,193 @@
+//! [`Context`]: what a handler or hook can do with its locality.
+
+use crate::actor::{with_actor, Actor, ActorState};
+use crate::address::Address;
+use crate::arena::Key;
+use crate::builder::Builder;
+use crate::error::{Error, ErrorCode, Result};
+use crate::lifecycle::{self, SystemMsg};
+use crate::locality::Core;
+use crate::subscription;
+use crate::timer::{TimerAction, TimerId};
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Names a subscription, for [`Context::unsubscribe`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct SubscriptionId(pub(crate) Key);
+
+/// The actor's view of its locality while one of its handlers or hooks runs.
+///
+/// Everything a context does is queued or recorded: sends are delivered after
+/// the current handler returns, in FIFO order, never re-entrantly. A context
+/// cannot leave its thread (`!Send`).
+pub struct Context<'a, A: Actor> {
+    pub(crate) core: &'a mut Core,
+    pub(crate) me: Key,
+    _actor: PhantomData<fn(&mut A)>,
+}
+
+impl<A: Actor> fmt::Debug for Context<'_, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Context({})", self.address())
+    }
+}
+
+impl<'a, A: Actor> Context<'a, A> {
+    pub(crate) fn new(core: &'a mut Core, me: Key) -> Self {
+        Context { core, me, _actor: PhantomData }
+    }
+
+    fn cell(&self) -> &crate::actor::ActorCell {
+        self.core.actors.get(self.me).expect("a running actor has its cell")
+    }
+
+    /// The actor's main address.
+    pub fn address(&self) -> &Address {
+        &self.cell().address
+    }
+
+    /// The actor's name (as given to the builder, or its type name).
+    pub fn name(&self) -> &str {
+        &self.cell().name
+    }
+
+    /// The actor's lifecycle state.
+    pub fn state(&self) -> ActorState {
+        self.cell().state
+    }
+
+    /// The locality's clock: the `now` passed to the current dispatch.
+    pub fn now(&self) -> Instant {
+        self.core.now
+    }
+
+    /// Sends a message to any address: of this locality, or of another one.
+    ///
+    /// Messages from one sender to one address arrive in the order sent.
+    /// A message nobody is subscribed to when it arrives is dropped (and counted).
+    pub fn send<M: Send + 'static>(&mut self, to: &Address, message: M) {
+        self.core.send(to, self.me, message);
+    }
+
+    /// Subscribes `handler` to messages of type `M` on the actor's main address.
+    ///
+    /// `handler` is usually a method: `ctx.subscribe(Self::on_ping)`.
+    pub fn subscribe<M, F>(&mut self, handler: F) -> SubscriptionId
+    where
+        M: 'static,
+        F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
+    {
+        let address = self.cell().address.key();
+        self.subscribe_key(address, handler).expect("an actor's own main address is live while it runs")
+    }
+
+    /// Subscribes `handler` to messages of type `M` on any address of this
+    /// locality: an identity of this actor, or an address of another actor.
+    ///
+    /// Several subscribers of one (address, type) all get each message, in
+    /// subscription order. Errors: [`ErrorCode::StaleAddress`] if the address
+    /// is gone, [`ErrorCode::ForeignAddress`] if another locality serves it.
+    pub fn subscribe_on<M, F>(&mut self, address: &Address, handler: F) -> Result<SubscriptionId>
+    where
+        M: 'static,
+        F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
+    {
+        if address.locality_id() != self.core.id() {
+            return Err(Error::new(ErrorCode::ForeignAddress).with_context(address.to_string()));
+        }
+        self.subscribe_key(address.key(), handler).ok_or_else(|| address.stale_error())
+    }
+
+    fn subscribe_key<M, F>(&mut self, address: Key, handler: F) -> Option<SubscriptionId>
+    where
+        M: 'static,
+        F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
+    {
+        let f: subscription::HandlerFn<M> =
+            Rc::new(move |core: &mut Core, me: Key, message: &M| with_actor::<A>(core, me, |actor, ctx| handler(actor, message, ctx)));
+        subscription::subscribe(self.core, address, self.me, f).map(SubscriptionId)
+    }
+
+    /// Removes one of this actor's subscriptions. The handler is not called
+    /// again, not even for a message whose delivery is under way.
+    ///
+    /// Errors: [`ErrorCode::UnknownSubscription`] if it is gone or not this actor's.
+    pub fn unsubscribe(&mut self, id: SubscriptionId) -> Result<()> {
+        match self.core.subscriptions.get(id.0) {
+            Some(record) if record.actor == self.me => {
+                subscription::unsubscribe(self.core, id.0);
+                Ok(())
+            }
+            _ => Err(Error::new(ErrorCode::UnknownSubscription)),
+        }
+    }
+
+    /// Creates another address of this actor (an "identity"), freed when the
+    /// actor shuts down. `label` shows in its `Display`: `L0/client#4:replies`.
+    pub fn create_address(&mut self, label: impl Into<Cow<'static, str>>) -> Address {
+        self.core.create_identity(self.me, label.into())
+    }
+
+    /// Calls `callback` once, `after` from now (the locality's clock).
+    ///
+    /// Timers fire in deadline order, ties in start order. A method or a
+    /// closure that captures nothing costs no allocation.
+    pub fn start_timer<F>(&mut self, after: Duration, callback: F) -> TimerId
+    where
+        F: FnOnce(&mut A, &mut Context<'_, A>, TimerId) + 'static,
+    {
+        let deadline = self.core.now + after;
+        let run = move |core: &mut Core, me: Key, id: TimerId| with_actor::<A>(core, me, |a, ctx| callback(a, ctx, id));
+        let key = self.core.timers.start(deadline, self.me, TimerAction::User(Box::new(run)));
+        if let Some(cell) = self.core.actors.get_mut(self.me) {
+            cell.timers.push(key);
+        }
+        TimerId(key)
+    }
+
+    /// Cancels one of this actor's timers. `true` if it was pending; cancelling
+    /// again, or a timer that fired, is a no-op that returns `false`.
+    pub fn cancel_timer(&mut self, id: TimerId) -> bool {
+        if self.core.timers.owner(id.0) != Some(self.me) {
+            return false;
+        }
+        self.core.cancel_user_timer(self.me, id.0)
+    }
+
+    /// Starts building a child actor; this actor must be a supervisor.
+    pub fn spawn<B: Actor>(&mut self, actor: B) -> Builder<'_, B> {
+        Builder::new(self.core, Some(self.me), actor)
+    }
+
+    /// Asks this actor's supervisor to shut this actor down, normally.
+    pub fn shutdown(&mut self) {
+        lifecycle::request_own_shutdown(self.core, self.me, Error::normal());
+    }
+
+    /// Reports a failure: during init, the init fails; afterwards, the actor
+    /// is shut down with `error` as its reason, and its supervisor decides
+    /// what follows (restart, escalate, ...).
+    pub fn fail(&mut self, error: Error) {
+        lifecycle::fail(self.core, self.me, error);
+    }
+
+    /// Asks this actor's supervisor to shut itself (and so all its children) down.
+    pub fn shutdown_supervisor(&mut self) {
+        let parent = self.cell().parent.as_ref().map(|p| p.address.clone());
+        match parent {
+            Some(parent) => {
+                self.core.send_system(&parent, SystemMsg::ShutdownTrigger { child: None, reason: Error::normal() })
+            }
+            None => lifecycle::request_own_shutdown(self.core, self.me, Error::normal()),
+        }
+    }
+
+    /// The supervisor's address, or `None` for a root.
+    pub fn supervisor(&self) -> Option<&Address> {
+        self.cell().parent.as_ref().map(|p| &p.address)
+    }
+}

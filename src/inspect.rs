@@ -1,0 +1,157 @@
+//! Delivery inspection: one line per message a locality routes.
+//!
+//! Enabled by `COMMUTATOR_INSPECT_DELIVERY=<level>` (read once when a locality
+//! is created) or by [`Locality::inspect`](crate::Locality::inspect):
+//!
+//! | level | shows |
+//! |---|---|
+//! | 0 | nothing (the default; one branch per message) |
+//! | 1 | user messages: delivered, forwarded to another locality, dropped |
+//! | 2 | also the framework's traffic (lifecycle messages) |
+//!
+//! Lines go to `tracing` (target `commutator::delivery`, level INFO) when a
+//! subscriber is installed, to stderr otherwise, or to a sink of the user's.
+
+use crate::arena::Key;
+use crate::lifecycle::SystemMsg;
+use crate::locality::Core;
+use crate::message::short_type_name;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// The environment variable that sets the inspection level.
+pub const INSPECT_ENV: &str = "COMMUTATOR_INSPECT_DELIVERY";
+
+/// Where inspection lines go.
+pub(crate) enum Sink {
+    /// `tracing` if a subscriber is installed, else stderr.
+    Auto,
+    /// A function of the user's.
+    Custom(Box<dyn FnMut(&str)>),
+}
+
+/// Why a message was dropped.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Drop {
+    NoSubscriber,
+    Stale,
+}
+
+pub(crate) struct Inspect {
+    pub(crate) level: u8,
+    sink: Sink,
+    /// Names of removed addresses, so drops to them stay readable.
+    gone: HashMap<Key, String>,
+}
+
+const GONE_CAPACITY: usize = 4096;
+
+impl Inspect {
+    pub(crate) fn from_env() -> Inspect {
+        let level = std::env::var(INSPECT_ENV).ok().and_then(|v| v.trim().parse::<u8>().ok()).unwrap_or(0);
+        Inspect { level, sink: Sink::Auto, gone: HashMap::new() }
+    }
+
+    pub(crate) fn set(&mut self, level: u8, sink: Sink) {
+        self.level = level;
+        self.sink = sink;
+    }
+
+    fn emit(&mut self, line: &str) {
+        match &mut self.sink {
+            Sink::Custom(f) => f(line),
+            Sink::Auto if tracing::dispatcher::has_been_set() => {
+                tracing::info!(target: "commutator::delivery", "{line}");
+            }
+            Sink::Auto => eprintln!("{line}"),
+        }
+    }
+
+    /// Remembers the name of an address that is being removed.
+    pub(crate) fn forget(&mut self, key: Key, name: String) {
+        if self.gone.len() >= GONE_CAPACITY {
+            self.gone.clear();
+        }
+        self.gone.insert(key, name);
+    }
+}
+
+fn address_name(core: &Core, key: Key) -> String {
+    match core.addresses.get(key) {
+        Some(slot) => slot.address.to_string(),
+        None => core.inspect.gone.get(&key).cloned().unwrap_or_else(|| format!("{}/?", core.name())),
+    }
+}
+
+fn actor_name(core: &Core, actor: Key) -> String {
+    if actor.is_none() {
+        return "outside".to_string();
+    }
+    match core.actors.get(actor) {
+        Some(cell) => cell.address.to_string(),
+        None => "gone".to_string(),
+    }
+}
+
+fn actor_label(core: &Core, actor: Key) -> String {
+    match core.actors.get(actor) {
+        Some(cell) => format!("{}#{}", cell.name, cell.address.0.seq),
+        None => "gone".to_string(),
+    }
+}
+
+pub(crate) fn routed<M: 'static>(core: &mut Core, dest: Key, sender: Key, handlers: impl Iterator<Item = Key>) {
+    let mut line = format!(
+        "{}: {} {} -> {}: delivered to ",
+        core.name(),
+        short_type_name::<M>(),
+        actor_name(core, sender),
+        address_name(core, dest)
+    );
+    for (i, actor) in handlers.enumerate() {
+        if i > 0 {
+            line.push_str(", ");
+        }
+        line.push_str(&actor_label(core, actor));
+    }
+    core.inspect.emit(&line);
+}
+
+pub(crate) fn dropped<M: 'static>(core: &mut Core, dest: Key, sender: Key, why: Drop) {
+    if core.inspect.level == 0 {
+        return;
+    }
+    let why = match why {
+        Drop::NoSubscriber => "dropped (no subscriber)",
+        Drop::Stale => "dropped (stale address)",
+    };
+    let line = format!(
+        "{}: {} {} -> {}: {why}",
+        core.name(),
+        short_type_name::<M>(),
+        actor_name(core, sender),
+        address_name(core, dest)
+    );
+    core.inspect.emit(&line);
+}
+
+pub(crate) fn forwarded<M: 'static>(core: &mut Core, sender: Key, to: &crate::Address, accepted: bool) {
+    if core.inspect.level == 0 {
+        return;
+    }
+    let outcome = if accepted { "to another locality" } else { "dropped (locality finished)" };
+    let line = format!("{}: {} {} -> {to}: {outcome}", core.name(), short_type_name::<M>(), actor_name(core, sender));
+    core.inspect.emit(&line);
+}
+
+pub(crate) fn system(core: &mut Core, dest: Key, msg: &SystemMsg) {
+    if core.inspect.level < 2 {
+        return;
+    }
+    let mut line = format!("{}: [{}", core.name(), msg.name());
+    if let SystemMsg::ShutdownRequest { reason } | SystemMsg::ChildDown { reason, .. } = msg {
+        let _ = write!(line, "({})", reason.code());
+    }
+    let _ = write!(line, "] -> {}", address_name(core, dest));
+    core.inspect.emit(&line);
+}

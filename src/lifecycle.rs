@@ -1,0 +1,294 @@
+//! The actor lifecycle, driven by framework messages through the queue:
+//! NEW → INITIALIZING → INITIALIZED → OPERATIONAL → SHUTTING_DOWN → SHUT_DOWN.
+//!
+//! A supervisor sends `Init` to a new child; the child initializes when every
+//! vote is ready and confirms to its supervisor; the supervisor confirms its own
+//! init only when all its children have, then `Start`s them. Shutdown runs the
+//! other way: a supervisor asks its children to shut down and finishes when the
+//! last `ChildDown` arrives. Every step is a message to an address, so the same
+//! protocol works between localities.
+
+use crate::actor::{call_hook, ActorState, Hook};
+use crate::address::Address;
+use crate::arena::Key;
+use crate::error::{Error, ErrorCode};
+use crate::locality::shared::Remote;
+use crate::locality::Core;
+use crate::message::Deliver;
+use crate::supervisor;
+use crate::timer::TimerAction;
+
+/// Framework traffic between actors and their supervisors.
+#[derive(Debug)]
+pub(crate) enum SystemMsg {
+    /// Supervisor → child: start initializing.
+    Init,
+    /// Child → supervisor: initialized.
+    InitConfirm { slot: usize, child: Key },
+    /// Supervisor → child: become operational.
+    Start,
+    /// Anyone → supervisor: please shut down this child (`None`: yourself).
+    ShutdownTrigger { child: Option<(usize, Key)>, reason: Error },
+    /// Supervisor → child (or a root to itself): shut down.
+    ShutdownRequest { reason: Error },
+    /// Child → supervisor: shut down, with its reason.
+    ChildDown { slot: usize, child: Key, reason: Error },
+    /// An actor to itself: something changed, count the votes again.
+    Poll,
+}
+
+impl SystemMsg {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            SystemMsg::Init => "Init",
+            SystemMsg::InitConfirm { .. } => "InitConfirm",
+            SystemMsg::Start => "Start",
+            SystemMsg::ShutdownTrigger { .. } => "ShutdownTrigger",
+            SystemMsg::ShutdownRequest { .. } => "ShutdownRequest",
+            SystemMsg::ChildDown { .. } => "ChildDown",
+            SystemMsg::Poll => "Poll",
+        }
+    }
+}
+
+/// A framework message on its way to an address.
+pub(crate) struct SysEnvelope {
+    pub(crate) dest: Key,
+    pub(crate) msg: SystemMsg,
+}
+
+impl Deliver for SysEnvelope {
+    fn deliver(self, core: &mut Core) {
+        crate::inspect::system(core, self.dest, &self.msg);
+        let Some(me) = core.addresses.get(self.dest).map(|slot| slot.owner) else { return };
+        match self.msg {
+            SystemMsg::Init => on_init(core, me),
+            SystemMsg::InitConfirm { slot, child } => supervisor::on_child_initialized(core, me, slot, child),
+            SystemMsg::Start => on_start(core, me),
+            SystemMsg::ShutdownTrigger { child: None, reason } => request_own_shutdown(core, me, reason),
+            SystemMsg::ShutdownTrigger { child: Some((slot, child)), reason } => {
+                supervisor::on_child_shutdown_trigger(core, me, slot, child, reason)
+            }
+            SystemMsg::ShutdownRequest { reason } => on_shutdown_request(core, me, reason),
+            SystemMsg::ChildDown { slot, child, reason } => supervisor::on_child_down(core, me, slot, child, reason),
+            SystemMsg::Poll => poll(core, me),
+        }
+    }
+}
+
+impl Remote for SysEnvelope {
+    fn localize(self: Box<Self>, core: &mut Core) {
+        core.enqueue(*self);
+    }
+}
+
+fn state(core: &Core, me: Key) -> Option<ActorState> {
+    core.actors.get(me).map(|c| c.state)
+}
+
+fn set_state(core: &mut Core, me: Key, state: ActorState) {
+    if let Some(cell) = core.actors.get_mut(me) {
+        tracing::debug!(actor = %cell.address, from = %cell.state, to = %state, "lifecycle");
+        cell.state = state;
+    }
+}
+
+/// Sends a framework message to the actor's own main address.
+pub(crate) fn to_self(core: &mut Core, me: Key, msg: SystemMsg) {
+    if let Some(address) = core.actors.get(me).map(|c| c.address.key()) {
+        core.enqueue(SysEnvelope { dest: address, msg });
+    }
+}
+
+fn arm_lifecycle_timer(core: &mut Core, me: Key, timeout: Option<std::time::Duration>, action: TimerAction) {
+    disarm_lifecycle_timer(core, me);
+    if let Some(after) = timeout {
+        let key = core.timers.start(core.now + after, me, action);
+        if let Some(cell) = core.actors.get_mut(me) {
+            cell.lifecycle_timer = Some(key);
+        }
+    }
+}
+
+fn disarm_lifecycle_timer(core: &mut Core, me: Key) {
+    if let Some(key) = core.actors.get_mut(me).and_then(|c| c.lifecycle_timer.take()) {
+        core.timers.cancel(key);
+    }
+}
+
+fn on_init(core: &mut Core, me: Key) {
+    if state(core, me) != Some(ActorState::New) {
+        return;
+    }
+    set_state(core, me, ActorState::Initializing);
+    let timeout = core.actors.get(me).and_then(|c| c.config.init_timeout);
+    arm_lifecycle_timer(core, me, timeout, TimerAction::InitTimeout);
+    call_hook(core, me, Hook::InitStart);
+    try_init(core, me);
+}
+
+/// Counts the init votes; finishes init when all are ready.
+pub(crate) fn try_init(core: &mut Core, me: Key) {
+    let Some(cell) = core.actors.get_mut(me) else { return };
+    if cell.state != ActorState::Initializing {
+        return;
+    }
+    if let Some(error) = cell.init_failure.take() {
+        return init_failed(core, me, error);
+    }
+    if !supervisor::init_ready(cell) {
+        return;
+    }
+    disarm_lifecycle_timer(core, me);
+    set_state(core, me, ActorState::Initialized);
+    call_hook(core, me, Hook::InitFinish);
+    let Some(cell) = core.actors.get(me) else { return };
+    match &cell.parent {
+        Some(parent) => {
+            let (to, slot, child) = (parent.address.clone(), parent.slot, cell.address.key());
+            core.send_system(&to, SystemMsg::InitConfirm { slot, child });
+        }
+        None => to_self(core, me, SystemMsg::Start),
+    }
+}
+
+/// Init failed: the actor shuts down with the failure as its reason, and its
+/// supervisor learns of it from the `ChildDown` that follows.
+fn init_failed(core: &mut Core, me: Key, error: Error) {
+    let Some(cell) = core.actors.get(me) else { return };
+    let reason = match error.code() {
+        ErrorCode::InitFailed | ErrorCode::InitTimeout => error,
+        _ => Error::new(ErrorCode::InitFailed).with_context(cell.address.to_string()).caused_by(error),
+    };
+    tracing::warn!(actor = %cell.address, %reason, "init failed");
+    on_shutdown_request(core, me, reason);
+}
+
+/// The init timer fired.
+pub(crate) fn on_init_timeout(core: &mut Core, me: Key) {
+    let Some(cell) = core.actors.get_mut(me) else { return };
+    cell.lifecycle_timer = None;
+    if cell.state == ActorState::Initializing {
+        let error = Error::new(ErrorCode::InitTimeout).with_context(cell.address.to_string());
+        init_failed(core, me, error);
+    }
+}
+
+/// The shutdown timer fired: a contract violation.
+pub(crate) fn on_shutdown_timeout(core: &mut Core, me: Key) {
+    let Some(cell) = core.actors.get_mut(me) else { return };
+    cell.lifecycle_timer = None;
+    if cell.state == ActorState::ShuttingDown {
+        let error = Error::new(ErrorCode::ShutdownTimeout).with_context(cell.address.to_string());
+        core.contract_violation(error);
+    }
+}
+
+fn on_start(core: &mut Core, me: Key) {
+    if state(core, me) != Some(ActorState::Initialized) {
+        return;
+    }
+    set_state(core, me, ActorState::Operational);
+    call_hook(core, me, Hook::OnStart);
+    supervisor::start_children(core, me);
+}
+
+/// Something changed for the actor: vote again.
+pub(crate) fn poll(core: &mut Core, me: Key) {
+    match state(core, me) {
+        Some(ActorState::Initializing) => try_init(core, me),
+        Some(ActorState::ShuttingDown) => try_shutdown(core, me),
+        _ => {}
+    }
+}
+
+/// The actor asks to be shut down: through its supervisor, or directly for a root.
+pub(crate) fn request_own_shutdown(core: &mut Core, me: Key, reason: Error) {
+    let Some(cell) = core.actors.get(me) else { return };
+    if cell.state >= ActorState::ShuttingDown {
+        return;
+    }
+    match &cell.parent {
+        Some(parent) => {
+            let (to, slot, child) = (parent.address.clone(), parent.slot, cell.address.key());
+            core.send_system(&to, SystemMsg::ShutdownTrigger { child: Some((slot, child)), reason });
+        }
+        None => to_self(core, me, SystemMsg::ShutdownRequest { reason }),
+    }
+}
+
+/// A failure reported by the actor itself.
+pub(crate) fn fail(core: &mut Core, me: Key, error: Error) {
+    let Some(cell) = core.actors.get_mut(me) else { return };
+    match cell.state {
+        ActorState::New | ActorState::Initializing => {
+            cell.init_failure.get_or_insert(error);
+            to_self(core, me, SystemMsg::Poll);
+        }
+        ActorState::Initialized | ActorState::Operational => request_own_shutdown(core, me, error),
+        ActorState::ShuttingDown | ActorState::ShutDown => {}
+    }
+}
+
+/// Starts shutting the actor down (once; later requests are ignored).
+pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
+    let Some(cell) = core.actors.get_mut(me) else { return };
+    let before = cell.state;
+    if before >= ActorState::ShuttingDown {
+        return;
+    }
+    cell.reason = Some(reason);
+    let timeout = cell.config.shutdown_timeout;
+    set_state(core, me, ActorState::ShuttingDown);
+    arm_lifecycle_timer(core, me, timeout, TimerAction::ShutdownTimeout);
+    if before >= ActorState::Initializing {
+        call_hook(core, me, Hook::ShutdownStart);
+    }
+    supervisor::shutdown_children(core, me);
+    try_shutdown(core, me);
+}
+
+/// Counts the shutdown votes (in reverse plugin order); finishes when all are ready.
+pub(crate) fn try_shutdown(core: &mut Core, me: Key) {
+    let Some(cell) = core.actors.get(me) else { return };
+    if cell.state != ActorState::ShuttingDown || !supervisor::shutdown_ready(cell) {
+        return;
+    }
+    finish_shutdown(core, me);
+}
+
+fn finish_shutdown(core: &mut Core, me: Key) {
+    disarm_lifecycle_timer(core, me);
+    call_hook(core, me, Hook::ShutdownFinish);
+    let Some(cell) = core.actors.get_mut(me) else { return };
+    let subscriptions = std::mem::take(&mut cell.subscriptions);
+    let timers = std::mem::take(&mut cell.timers);
+    let identities = std::mem::take(&mut cell.identities);
+    let main = cell.address.key();
+    for sub in subscriptions {
+        crate::subscription::unsubscribe(core, sub);
+    }
+    for timer in timers {
+        core.timers.cancel(timer);
+    }
+    for address in identities.into_iter().chain(std::iter::once(main)) {
+        crate::subscription::remove_address(core, address);
+    }
+    set_state(core, me, ActorState::ShutDown);
+    let Some(cell) = core.actors.remove(me) else { return };
+    let reason = cell.reason.clone().unwrap_or_else(Error::normal);
+    tracing::debug!(actor = %cell.address, %reason, "shut down");
+    match &cell.parent {
+        Some(parent) => core.send_system(
+            &parent.address,
+            SystemMsg::ChildDown { slot: parent.slot, child: cell.address.key(), reason },
+        ),
+        None => core.root_finished(reason),
+    }
+    drop(cell);
+}
+
+/// Sends `Init` to a freshly spawned actor.
+pub(crate) fn start_lifecycle(core: &mut Core, address: &Address) {
+    core.enqueue(SysEnvelope { dest: address.key(), msg: SystemMsg::Init });
+}

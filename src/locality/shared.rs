@@ -1,0 +1,118 @@
+//! The part of a locality that other threads may touch: its identity, its
+//! cross-thread inbox and its `mio::Waker`.
+
+use crate::arena::Key;
+use crate::error::{Error, ErrorCode, SendError};
+use crate::locality::Core;
+use crate::message::UserEnvelope;
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+/// Something posted from another thread, made local again by the receiving locality.
+pub(crate) trait Remote: Any + Send {
+    fn localize(self: Box<Self>, core: &mut Core);
+}
+
+struct Inbox {
+    closed: bool,
+    items: Vec<Box<dyn Remote>>,
+}
+
+/// Identity, inbox and waker of one locality; shared by every address it made.
+pub(crate) struct LocalityShared {
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    inbox: Mutex<Inbox>,
+    waker: OnceLock<mio::Waker>,
+    wake_pending: AtomicBool,
+}
+
+static NEXT_ID: AtomicU32 = AtomicU32::new(0);
+
+impl LocalityShared {
+    pub(crate) fn new(name: Option<String>) -> LocalityShared {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        LocalityShared {
+            id,
+            name: name.unwrap_or_else(|| format!("L{id}")),
+            inbox: Mutex::new(Inbox { closed: false, items: Vec::new() }),
+            waker: OnceLock::new(),
+            wake_pending: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inbox> {
+        // A panic while the lock is held cannot leave the Vec half-written.
+        self.inbox.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Posts a user message from any thread; hands it back if the locality has finished.
+    pub(crate) fn post_user<M: Send + 'static>(&self, dest: Key, message: M) -> Result<(), SendError<M>> {
+        let mut inbox = self.lock();
+        if inbox.closed {
+            let error = Error::new(ErrorCode::LocalityFinished).with_context(self.name.clone());
+            return Err(SendError { message, error });
+        }
+        inbox.items.push(Box::new(UserEnvelope { dest, sender: Key::NONE, message }));
+        drop(inbox);
+        self.wake();
+        Ok(())
+    }
+
+    /// Posts framework traffic; `false` if the locality has finished (dropped by design).
+    pub(crate) fn post(&self, item: Box<dyn Remote>) -> bool {
+        let mut inbox = self.lock();
+        if inbox.closed {
+            return false;
+        }
+        inbox.items.push(item);
+        drop(inbox);
+        self.wake();
+        true
+    }
+
+    /// Wakes the loop unless a wake is already pending.
+    fn wake(&self) {
+        if !self.wake_pending.swap(true, Ordering::AcqRel) {
+            if let Some(waker) = self.waker.get() {
+                if let Err(e) = waker.wake() {
+                    tracing::warn!(locality = %self.name, error = %e, "waking the locality failed");
+                }
+            }
+        }
+    }
+
+    /// `true` if something may be waiting in the inbox.
+    pub(crate) fn has_mail(&self) -> bool {
+        self.wake_pending.load(Ordering::Acquire)
+    }
+
+    /// Moves everything posted so far into `into` (which should be empty).
+    pub(crate) fn take_mail(&self, into: &mut Vec<Box<dyn Remote>>) {
+        self.wake_pending.store(false, Ordering::Release);
+        std::mem::swap(&mut self.lock().items, into);
+    }
+
+    pub(crate) fn set_waker(&self, waker: mio::Waker) -> bool {
+        self.waker.set(waker).is_ok()
+    }
+
+    pub(crate) fn has_waker(&self) -> bool {
+        self.waker.get().is_some()
+    }
+
+    /// Refuses everything from now on and drops what is queued.
+    pub(crate) fn close(&self) {
+        let items = {
+            let mut inbox = self.lock();
+            inbox.closed = true;
+            std::mem::take(&mut inbox.items)
+        };
+        drop(items);
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+}

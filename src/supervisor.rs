@@ -1,0 +1,190 @@
+//! Supervisors: actors that own children, compose their lifecycles, and decide
+//! what happens when a child goes down.
+
+use crate::actor::{Actor, ActorCell, ActorState};
+use crate::address::Address;
+use crate::arena::Key;
+use crate::error::{Error, ErrorCode};
+use crate::lifecycle::{self, SystemMsg};
+use crate::locality::Core;
+use slab::Slab;
+
+/// A supervisor with no behaviour of its own: it only owns children.
+///
+/// Any actor becomes a supervisor when built with
+/// [`Builder::supervisor`](crate::Builder::supervisor); this one is for trees
+/// whose inner nodes need no code.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Supervisor;
+
+impl Actor for Supervisor {}
+
+/// What a supervisor does when a child fails to initialize.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InitFailurePolicy {
+    /// Shut the whole supervisor down (rotor's default): the tree does not
+    /// become operational with a missing part.
+    #[default]
+    ShutdownSupervisor,
+    /// Let only the failed child go; the supervisor carries on.
+    ShutdownChild,
+}
+
+/// Settings of a supervisor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SupervisorConfig {
+    /// What to do when a child fails to initialize.
+    pub init_failure: InitFailurePolicy,
+}
+
+impl SupervisorConfig {
+    /// Sets the policy for a child that fails to initialize.
+    pub fn init_failure(mut self, policy: InitFailurePolicy) -> Self {
+        self.init_failure = policy;
+        self
+    }
+}
+
+/// Where a child is, as its supervisor sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChildState {
+    Initializing,
+    Initialized,
+    Started,
+    ShuttingDown,
+}
+
+pub(crate) struct ChildRecord {
+    pub(crate) address: Address,
+    pub(crate) state: ChildState,
+    /// `true` while the child has not confirmed its init.
+    pub(crate) initializing: bool,
+}
+
+/// The child manager of one supervisor.
+pub(crate) struct SupervisorState {
+    pub(crate) config: SupervisorConfig,
+    pub(crate) children: Slab<ChildRecord>,
+    pub(crate) initializing: usize,
+}
+
+impl SupervisorState {
+    pub(crate) fn new(config: SupervisorConfig) -> Self {
+        SupervisorState { config, children: Slab::new(), initializing: 0 }
+    }
+
+    fn child_mut(&mut self, slot: usize, child: Key) -> Option<&mut ChildRecord> {
+        self.children.get_mut(slot).filter(|c| c.address.key() == child)
+    }
+}
+
+/// The child manager's init vote: every child has confirmed its init.
+pub(crate) fn init_ready(cell: &ActorCell) -> bool {
+    cell.supervisor.as_ref().is_none_or(|s| s.initializing == 0)
+}
+
+/// The child manager's shutdown vote: every child is gone.
+pub(crate) fn shutdown_ready(cell: &ActorCell) -> bool {
+    cell.supervisor.as_ref().is_none_or(|s| s.children.is_empty())
+}
+
+fn sup_mut(core: &mut Core, me: Key) -> Option<&mut SupervisorState> {
+    core.actors.get_mut(me)?.supervisor.as_deref_mut()
+}
+
+pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child: Key) {
+    let Some(cell) = core.actors.get_mut(me) else { return };
+    let my_state = cell.state;
+    let Some(sup) = cell.supervisor.as_deref_mut() else { return };
+    let Some(record) = sup.child_mut(slot, child) else { return };
+    if record.state != ChildState::Initializing {
+        return;
+    }
+    record.state = ChildState::Initialized;
+    record.initializing = false;
+    let address = record.address.clone();
+    sup.initializing -= 1;
+    match my_state {
+        ActorState::Operational => {
+            if let Some(record) = sup.child_mut(slot, child) {
+                record.state = ChildState::Started;
+            }
+            core.send_system(&address, SystemMsg::Start);
+        }
+        ActorState::Initializing => lifecycle::try_init(core, me),
+        _ => {}
+    }
+}
+
+/// Starts every child that is initialized (the supervisor just became operational).
+pub(crate) fn start_children(core: &mut Core, me: Key) {
+    let Some(sup) = sup_mut(core, me) else { return };
+    let mut to_start = Vec::new();
+    for (_, record) in sup.children.iter_mut() {
+        if record.state == ChildState::Initialized {
+            record.state = ChildState::Started;
+            to_start.push(record.address.clone());
+        }
+    }
+    for address in to_start {
+        core.send_system(&address, SystemMsg::Start);
+    }
+}
+
+/// Asks every child that is not already shutting down to shut down.
+pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
+    let Some(sup) = sup_mut(core, me) else { return };
+    let mut to_stop = Vec::new();
+    for (_, record) in sup.children.iter_mut() {
+        if record.state != ChildState::ShuttingDown {
+            record.state = ChildState::ShuttingDown;
+            to_stop.push(record.address.clone());
+        }
+    }
+    for address in to_stop {
+        let reason = Error::new(ErrorCode::SupervisorShutdown);
+        core.send_system(&address, SystemMsg::ShutdownRequest { reason });
+    }
+}
+
+/// A child (or someone on its behalf) asks for the child to be shut down.
+pub(crate) fn on_child_shutdown_trigger(core: &mut Core, me: Key, slot: usize, child: Key, reason: Error) {
+    let Some(sup) = sup_mut(core, me) else { return };
+    let Some(record) = sup.child_mut(slot, child) else { return };
+    if record.state == ChildState::ShuttingDown {
+        return;
+    }
+    record.state = ChildState::ShuttingDown;
+    let address = record.address.clone();
+    core.send_system(&address, SystemMsg::ShutdownRequest { reason });
+}
+
+/// A child has shut down: forget it, then apply the supervisor's policy.
+pub(crate) fn on_child_down(core: &mut Core, me: Key, slot: usize, child: Key, reason: Error) {
+    let Some(cell) = core.actors.get_mut(me) else { return };
+    let my_state = cell.state;
+    let my_address = cell.address.to_string();
+    let Some(sup) = cell.supervisor.as_deref_mut() else { return };
+    if sup.child_mut(slot, child).is_none() {
+        return;
+    }
+    let record = sup.children.remove(slot);
+    if record.initializing {
+        sup.initializing -= 1;
+    }
+    let policy = sup.config.init_failure;
+    tracing::debug!(supervisor = %my_address, child = %record.address, %reason, "child down");
+    match my_state {
+        ActorState::ShuttingDown => lifecycle::try_shutdown(core, me),
+        _ if record.initializing && !reason.is_normal() => match policy {
+            InitFailurePolicy::ShutdownSupervisor => {
+                let why = Error::new(ErrorCode::ChildInitFailed).with_context(my_address).caused_by(reason);
+                lifecycle::request_own_shutdown(core, me, why);
+            }
+            InitFailurePolicy::ShutdownChild => lifecycle::try_init(core, me),
+        },
+        ActorState::Initializing => lifecycle::try_init(core, me),
+        _ => {}
+    }
+}

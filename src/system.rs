@@ -1,0 +1,121 @@
+//! [`System`]: a locality on a `mio::Poll` of its own, run until its roots have shut down.
+
+use crate::actor::Actor;
+use crate::address::Address;
+use crate::builder::Builder;
+use crate::error::{Error, ErrorCode, Result, SendError};
+use crate::locality::{Locality, Stats};
+use std::time::Instant;
+
+/// The waker token a `System` uses on its own poll.
+pub const SYSTEM_WAKER: mio::Token = mio::Token(0);
+
+/// A locality with an owned loop: one `mio::Poll`, one thread.
+///
+/// [`run`](System::run) returns when every root actor has shut down: `Ok` for
+/// a normal end, `Err` with the root's shutdown reason (and its cause chain)
+/// otherwise.
+///
+/// ```
+/// use commutator::*;
+///
+/// struct Once;
+/// impl Actor for Once {
+///     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.fail(Error::failure("out of coffee"));
+///     }
+/// }
+///
+/// let mut system = System::named("app")?;
+/// system.spawn_root(Once).finish()?;
+/// let err = system.run().unwrap_err();
+/// assert_eq!(err.to_string(), "actor failure (out of coffee)");
+/// # Ok::<(), commutator::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct System {
+    poll: mio::Poll,
+    events: mio::Events,
+    locality: Locality,
+}
+
+impl System {
+    /// A system whose locality is named `L<n>`.
+    pub fn new() -> Result<System> {
+        System::with_locality(Locality::new())
+    }
+
+    /// A system whose locality has the given name.
+    pub fn named(name: impl Into<String>) -> Result<System> {
+        System::with_locality(Locality::named(name))
+    }
+
+    fn with_locality(mut locality: Locality) -> Result<System> {
+        let poll = mio::Poll::new()?;
+        locality.register(poll.registry(), SYSTEM_WAKER)?;
+        Ok(System { poll, events: mio::Events::with_capacity(256), locality })
+    }
+
+    /// The locality the system runs.
+    pub fn locality(&mut self) -> &mut Locality {
+        &mut self.locality
+    }
+
+    /// The poll's registry, for sources of your own (use tokens other than
+    /// [`SYSTEM_WAKER`] and below [`RESERVED_TOKENS`](crate::RESERVED_TOKENS)).
+    pub fn registry(&self) -> &mio::Registry {
+        self.poll.registry()
+    }
+
+    /// See [`Locality::spawn_root`].
+    pub fn spawn_root<A: Actor>(&mut self, actor: A) -> Builder<'_, A> {
+        self.locality.spawn_root(actor)
+    }
+
+    /// See [`Locality::spawn`].
+    pub fn spawn<A: Actor>(&mut self, supervisor: &Address, actor: A) -> Builder<'_, A> {
+        self.locality.spawn(supervisor, actor)
+    }
+
+    /// See [`Locality::send`].
+    pub fn send<M: Send + 'static>(&mut self, to: &Address, message: M) -> Result<(), SendError<M>> {
+        self.locality.send(to, message)
+    }
+
+    /// See [`Locality::stats`].
+    pub fn stats(&self) -> Stats {
+        self.locality.stats()
+    }
+
+    /// Runs the loop until every root actor has shut down.
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`] if no root actor was spawned;
+    /// the root's shutdown reason if it was not normal; [`ErrorCode::Io`] if
+    /// polling fails.
+    pub fn run(&mut self) -> Result<()> {
+        if !self.locality.is_finished() && self.locality.stats().actors == 0 {
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context("no root actor to run"));
+        }
+        loop {
+            self.locality.dispatch(Instant::now());
+            if self.locality.is_finished() {
+                break;
+            }
+            let timeout = self.locality.poll_timeout(Instant::now());
+            match self.poll.poll(&mut self.events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.into()),
+            }
+            for event in self.events.iter() {
+                if self.locality.handles(event.token()) {
+                    self.locality.on_event(event);
+                }
+            }
+        }
+        match self.locality.exit_reason() {
+            Some(reason) if !reason.is_normal() => Err(reason.clone()),
+            _ => Ok(()),
+        }
+    }
+}
