@@ -68,7 +68,10 @@ impl Pinger {
         if self.sent >= self.messages {
             let secs = self.started.map_or(0.0, |t| t.elapsed().as_secs_f64());
             let n = self.sent;
-            println!("ping_pong: {n} messages in {secs:.3} s, {:.0} msg/s", n as f64 / secs);
+            println!(
+                "ping_pong: {n} messages in {secs:.3} s, {:.0} msg/s",
+                n as f64 / secs
+            );
             ctx.shutdown_supervisor();
         } else {
             self.ping(ctx);
@@ -78,13 +81,27 @@ impl Pinger {
 
 fn main() -> Result<(), Error> {
     let messages: u64 = match std::env::args().nth(1) {
-        Some(arg) => arg.parse().map_err(|_| Error::new(ErrorCode::InvalidArgument).with_context(arg))?,
+        Some(arg) => arg
+            .parse()
+            .map_err(|_| Error::new(ErrorCode::InvalidArgument).with_context(arg))?,
         None => 10_000_000,
     };
     let mut system = System::named("L0")?;
-    let root = system.spawn_root(Supervisor).name("root").supervisor(SupervisorConfig::default()).finish()?;
-    let ponger = system.spawn(&root, Ponger::default()).name("ponger").finish()?;
-    let pinger = Pinger { ponger, messages: messages.max(2), sent: 0, started: None };
+    let root = system
+        .spawn_root(Supervisor)
+        .name("root")
+        .supervisor(SupervisorConfig::default())
+        .finish()?;
+    let ponger = system
+        .spawn(&root, Ponger::default())
+        .name("ponger")
+        .finish()?;
+    let pinger = Pinger {
+        ponger,
+        messages: messages.max(2),
+        sent: 0,
+        started: None,
+    };
     system.spawn(&root, pinger).name("pinger").finish()?;
     system.run()
 }

@@ -153,6 +153,8 @@ pub(crate) struct ActorCell {
     pub(crate) identities: SmallVec<[Key; 1]>,
     pub(crate) subscriptions: SmallVec<[Key; 2]>,
     pub(crate) timers: SmallVec<[Key; 1]>,
+    /// Requests this actor sent that wait for a response.
+    pub(crate) requests: SmallVec<[Key; 1]>,
     pub(crate) parent: Option<ParentLink>,
     pub(crate) config: ActorConfig,
     pub(crate) supervisor: Option<Box<SupervisorState>>,
@@ -167,8 +169,14 @@ pub(crate) struct ActorCell {
 /// Calls `run` with the actor of type `A` at `me` and a context for it.
 ///
 /// Does nothing if the actor is gone, is not an `A`, or is already running.
-pub(crate) fn with_actor<A: Actor>(core: &mut Core, me: Key, run: impl FnOnce(&mut A, &mut Context<'_, A>)) {
-    let Some(mut object) = core.actors.get_mut(me).and_then(|c| c.actor.take()) else { return };
+pub(crate) fn with_actor<A: Actor>(
+    core: &mut Core,
+    me: Key,
+    run: impl FnOnce(&mut A, &mut Context<'_, A>),
+) {
+    let Some(mut object) = core.actors.get_mut(me).and_then(|c| c.actor.take()) else {
+        return;
+    };
     if let Some(actor) = object.as_any_mut().downcast_mut::<A>() {
         run(actor, &mut Context::new(core, me));
     }
@@ -179,7 +187,9 @@ pub(crate) fn with_actor<A: Actor>(core: &mut Core, me: Key, run: impl FnOnce(&m
 
 /// Calls a lifecycle hook of the actor at `me`.
 pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
-    let Some(mut object) = core.actors.get_mut(me).and_then(|c| c.actor.take()) else { return };
+    let Some(mut object) = core.actors.get_mut(me).and_then(|c| c.actor.take()) else {
+        return;
+    };
     object.hook(hook, core, me);
     if let Some(cell) = core.actors.get_mut(me) {
         cell.actor = Some(object);

@@ -47,7 +47,13 @@ impl Address {
         seq: u64,
         identity: Option<Cow<'static, str>>,
     ) -> Address {
-        Address(Arc::new(AddressInner { locality, key, actor, seq, identity }))
+        Address(Arc::new(AddressInner {
+            locality,
+            key,
+            actor,
+            seq,
+            identity,
+        }))
     }
 
     pub(crate) fn key(&self) -> Key {

@@ -4,6 +4,16 @@
 use slab::Slab;
 use std::fmt;
 
+/// Removes `key` from a small list of keys, if present (order is not kept).
+pub(crate) fn remove_key<A: smallvec::Array<Item = Key>>(
+    list: &mut smallvec::SmallVec<A>,
+    key: Key,
+) {
+    if let Some(pos) = list.iter().position(|&k| k == key) {
+        list.swap_remove(pos);
+    }
+}
+
 /// A slot index plus the generation of the value stored there.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct Key {
@@ -13,7 +23,10 @@ pub(crate) struct Key {
 
 impl Key {
     /// A key that no arena ever hands out (used for "no actor").
-    pub(crate) const NONE: Key = Key { idx: u32::MAX, generation: u32::MAX };
+    pub(crate) const NONE: Key = Key {
+        idx: u32::MAX,
+        generation: u32::MAX,
+    };
 
     pub(crate) fn is_none(self) -> bool {
         self == Key::NONE
@@ -42,7 +55,10 @@ pub(crate) struct Arena<T> {
 
 impl<T> Default for Arena<T> {
     fn default() -> Self {
-        Arena { slab: Slab::new(), next_generation: 0 }
+        Arena {
+            slab: Slab::new(),
+            next_generation: 0,
+        }
     }
 }
 
@@ -54,7 +70,10 @@ impl<T> Arena<T> {
         let entry = self.slab.vacant_entry();
         let idx = u32::try_from(entry.key()).expect("more than 2^32 live entries in one arena");
         let key = Key { idx, generation };
-        entry.insert(Entry { generation, value: make(key) });
+        entry.insert(Entry {
+            generation,
+            value: make(key),
+        });
         key
     }
 
@@ -92,7 +111,6 @@ impl<T> Arena<T> {
     pub(crate) fn len(&self) -> usize {
         self.slab.len()
     }
-
 }
 
 #[cfg(test)]

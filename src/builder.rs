@@ -1,6 +1,6 @@
 //! [`Builder`]: spawning an actor in code.
 
-use crate::actor::{default_name, Actor, ActorCell, ActorConfig, ActorState, ParentLink};
+use crate::actor::{Actor, ActorCell, ActorConfig, ActorState, ParentLink, default_name};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
@@ -35,7 +35,10 @@ pub struct Builder<'a, A: Actor> {
 
 impl<A: Actor> fmt::Debug for Builder<'_, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Builder").field("name", &self.name).field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Builder")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -46,7 +49,14 @@ impl<'a, A: Actor> Builder<'a, A> {
     }
 
     pub(crate) fn with_parent(core: &'a mut Core, parent: Parent, actor: A) -> Self {
-        Builder { core, parent, actor, name: None, config: ActorConfig::default(), supervisor: None }
+        Builder {
+            core,
+            parent,
+            actor,
+            name: None,
+            config: ActorConfig::default(),
+            supervisor: None,
+        }
     }
 
     /// Names the actor (default: its type name); the name shows in its address.
@@ -81,7 +91,14 @@ impl<'a, A: Actor> Builder<'a, A> {
     /// [`ErrorCode::SupervisorShuttingDown`] if it is shutting down or gone,
     /// [`ErrorCode::ForeignAddress`] if it lives on another locality.
     pub fn finish(self) -> Result<Address> {
-        let Builder { core, parent, actor, name, config, supervisor } = self;
+        let Builder {
+            core,
+            parent,
+            actor,
+            name,
+            config,
+            supervisor,
+        } = self;
         let parent = match parent {
             Parent::Invalid(error) => return Err(error),
             Parent::Root => None,
@@ -98,6 +115,7 @@ impl<'a, A: Actor> Builder<'a, A> {
             identities: SmallVec::new(),
             subscriptions: SmallVec::new(),
             timers: SmallVec::new(),
+            requests: SmallVec::new(),
             parent: None,
             config,
             supervisor: supervisor.map(|c| Box::new(SupervisorState::new(c))),
@@ -113,12 +131,22 @@ impl<'a, A: Actor> Builder<'a, A> {
             Some(parent_key) => {
                 let parent_cell = core.actors.get_mut(parent_key).expect("checked above");
                 let parent_address = parent_cell.address.clone();
-                let sup = parent_cell.supervisor.as_deref_mut().expect("checked above");
-                let record = ChildRecord { address: address.clone(), state: ChildState::Initializing, initializing: true };
+                let sup = parent_cell
+                    .supervisor
+                    .as_deref_mut()
+                    .expect("checked above");
+                let record = ChildRecord {
+                    address: address.clone(),
+                    state: ChildState::Initializing,
+                    initializing: true,
+                };
                 let slot = sup.children.insert(record);
                 sup.initializing += 1;
                 if let Some(cell) = core.actors.get_mut(me) {
-                    cell.parent = Some(ParentLink { address: parent_address, slot });
+                    cell.parent = Some(ParentLink {
+                        address: parent_address,
+                        slot,
+                    });
                 }
             }
             None => core.root_spawned(),
@@ -131,13 +159,17 @@ impl<'a, A: Actor> Builder<'a, A> {
 
 fn check_parent(core: &Core, key: Key) -> Result<Key> {
     let Some(cell) = core.actors.get(key) else {
-        return Err(Error::new(ErrorCode::SupervisorShuttingDown).with_context("supervisor is gone"));
+        return Err(
+            Error::new(ErrorCode::SupervisorShuttingDown).with_context("supervisor is gone")
+        );
     };
     if cell.supervisor.is_none() {
         return Err(Error::new(ErrorCode::NotASupervisor).with_context(cell.address.to_string()));
     }
     if cell.state >= ActorState::ShuttingDown {
-        return Err(Error::new(ErrorCode::SupervisorShuttingDown).with_context(cell.address.to_string()));
+        return Err(
+            Error::new(ErrorCode::SupervisorShuttingDown).with_context(cell.address.to_string())
+        );
     }
     Ok(key)
 }

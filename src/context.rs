@@ -1,12 +1,13 @@
 //! [`Context`]: what a handler or hook can do with its locality.
 
-use crate::actor::{with_actor, Actor, ActorState};
+use crate::actor::{Actor, ActorState, with_actor};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::builder::Builder;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lifecycle::{self, SystemMsg};
 use crate::locality::Core;
+use crate::request::{self, Request, RequestId, RequestMsg};
 use crate::subscription;
 use crate::timer::{TimerAction, TimerId};
 use std::borrow::Cow;
@@ -38,11 +39,18 @@ impl<A: Actor> fmt::Debug for Context<'_, A> {
 
 impl<'a, A: Actor> Context<'a, A> {
     pub(crate) fn new(core: &'a mut Core, me: Key) -> Self {
-        Context { core, me, _actor: PhantomData }
+        Context {
+            core,
+            me,
+            _actor: PhantomData,
+        }
     }
 
     fn cell(&self) -> &crate::actor::ActorCell {
-        self.core.actors.get(self.me).expect("a running actor has its cell")
+        self.core
+            .actors
+            .get(self.me)
+            .expect("a running actor has its cell")
     }
 
     /// The actor's main address.
@@ -82,7 +90,8 @@ impl<'a, A: Actor> Context<'a, A> {
         F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
     {
         let address = self.cell().address.key();
-        self.subscribe_key(address, handler).expect("an actor's own main address is live while it runs")
+        self.subscribe_key(address, handler)
+            .expect("an actor's own main address is live while it runs")
     }
 
     /// Subscribes `handler` to messages of type `M` on any address of this
@@ -99,7 +108,8 @@ impl<'a, A: Actor> Context<'a, A> {
         if address.locality_id() != self.core.id() {
             return Err(Error::new(ErrorCode::ForeignAddress).with_context(address.to_string()));
         }
-        self.subscribe_key(address.key(), handler).ok_or_else(|| address.stale_error())
+        self.subscribe_key(address.key(), handler)
+            .ok_or_else(|| address.stale_error())
     }
 
     fn subscribe_key<M, F>(&mut self, address: Key, handler: F) -> Option<SubscriptionId>
@@ -108,7 +118,9 @@ impl<'a, A: Actor> Context<'a, A> {
         F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
     {
         let f: subscription::HandlerFn<M> =
-            Rc::new(move |core: &mut Core, me: Key, message: &M| with_actor::<A>(core, me, |actor, ctx| handler(actor, message, ctx)));
+            Rc::new(move |core: &mut Core, me: Key, message: &M| {
+                with_actor::<A>(core, me, |actor, ctx| handler(actor, message, ctx))
+            });
         subscription::subscribe(self.core, address, self.me, f).map(SubscriptionId)
     }
 
@@ -141,8 +153,13 @@ impl<'a, A: Actor> Context<'a, A> {
         F: FnOnce(&mut A, &mut Context<'_, A>, TimerId) + 'static,
     {
         let deadline = self.core.now + after;
-        let run = move |core: &mut Core, me: Key, id: TimerId| with_actor::<A>(core, me, |a, ctx| callback(a, ctx, id));
-        let key = self.core.timers.start(deadline, self.me, TimerAction::User(Box::new(run)));
+        let run = move |core: &mut Core, me: Key, id: TimerId| {
+            with_actor::<A>(core, me, |a, ctx| callback(a, ctx, id))
+        };
+        let key = self
+            .core
+            .timers
+            .start(deadline, self.me, TimerAction::User(Box::new(run)));
         if let Some(cell) = self.core.actors.get_mut(self.me) {
             cell.timers.push(key);
         }
@@ -156,6 +173,69 @@ impl<'a, A: Actor> Context<'a, A> {
             return false;
         }
         self.core.cancel_user_timer(self.me, id.0)
+    }
+
+    /// Sends a request to `to`; the [`Response<R>`](crate::Response) comes back
+    /// to this actor's main address (subscribe to it), exactly once: the reply,
+    /// the server's error, or `RequestTimeout` after `timeout`.
+    pub fn request<R: Request>(
+        &mut self,
+        to: &Address,
+        payload: R,
+        timeout: Duration,
+    ) -> RequestId {
+        let reply_to = self.address().clone();
+        request::send(self.core, self.me, reply_to, to, payload, timeout)
+    }
+
+    /// Like [`request`](Context::request), with the response going to
+    /// `reply_to`, one of this actor's addresses (e.g. an identity), so that
+    /// replies to several requests can be told apart by where they arrive.
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`] if `reply_to` is not this actor's.
+    pub fn request_via<R: Request>(
+        &mut self,
+        reply_to: &Address,
+        to: &Address,
+        payload: R,
+        timeout: Duration,
+    ) -> Result<RequestId> {
+        let mine = reply_to.locality_id() == self.core.id()
+            && self
+                .core
+                .addresses
+                .get(reply_to.key())
+                .is_some_and(|slot| slot.owner == self.me);
+        if !mine {
+            let context = format!("{reply_to} is not an address of {}", self.address());
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(context));
+        }
+        Ok(request::send(
+            self.core,
+            self.me,
+            reply_to.clone(),
+            to,
+            payload,
+            timeout,
+        ))
+    }
+
+    /// Replies to a request (now, or later from a kept clone of it).
+    /// Only the first reply counts; later ones are dropped.
+    pub fn reply<R: Request>(&mut self, request: &RequestMsg<R>, value: R::Response) {
+        request::reply(self.core, self.me, request, Ok(value));
+    }
+
+    /// Replies to a request with an error instead of a value.
+    pub fn reply_error<R: Request>(&mut self, request: &RequestMsg<R>, error: Error) {
+        request::reply(self.core, self.me, request, Err(error));
+    }
+
+    /// Cancels a pending request of this actor: its response comes with
+    /// `Cancelled`, and the server gets a [`CancelRequest<R>`](crate::CancelRequest).
+    /// `false` if the request is not pending (already settled, or not this actor's).
+    pub fn cancel_request(&mut self, id: RequestId) -> bool {
+        request::cancel(self.core, self.me, id)
     }
 
     /// Starts building a child actor; this actor must be a supervisor.
@@ -179,9 +259,13 @@ impl<'a, A: Actor> Context<'a, A> {
     pub fn shutdown_supervisor(&mut self) {
         let parent = self.cell().parent.as_ref().map(|p| p.address.clone());
         match parent {
-            Some(parent) => {
-                self.core.send_system(&parent, SystemMsg::ShutdownTrigger { child: None, reason: Error::normal() })
-            }
+            Some(parent) => self.core.send_system(
+                &parent,
+                SystemMsg::ShutdownTrigger {
+                    child: None,
+                    reason: Error::normal(),
+                },
+            ),
             None => lifecycle::request_own_shutdown(self.core, self.me, Error::normal()),
         }
     }

@@ -125,7 +125,11 @@ pub struct Error {
 impl Error {
     /// An error with only a code.
     pub fn new(code: ErrorCode) -> Error {
-        Error { code, context: None, cause: None }
+        Error {
+            code,
+            context: None,
+            cause: None,
+        }
     }
 
     /// A normal-shutdown reason.
@@ -214,7 +218,9 @@ impl fmt::Debug for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.cause.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+        self.cause
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -258,7 +264,14 @@ mod tests {
         let e = Error::new(ErrorCode::FailureEscalation)
             .caused_by(Error::new(ErrorCode::ChildDown).caused_by(Error::failure("disk full")));
         let codes: Vec<_> = e.chain().map(Error::code).collect();
-        assert_eq!(codes, [ErrorCode::FailureEscalation, ErrorCode::ChildDown, ErrorCode::Failure]);
+        assert_eq!(
+            codes,
+            [
+                ErrorCode::FailureEscalation,
+                ErrorCode::ChildDown,
+                ErrorCode::Failure
+            ]
+        );
         assert_eq!(e.root_cause().context(), Some("disk full"));
         assert!(std::error::Error::source(&e).is_some());
     }

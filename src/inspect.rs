@@ -35,6 +35,7 @@ pub(crate) enum Sink {
 pub(crate) enum Drop {
     NoSubscriber,
     Stale,
+    LateReply,
 }
 
 pub(crate) struct Inspect {
@@ -48,8 +49,15 @@ const GONE_CAPACITY: usize = 4096;
 
 impl Inspect {
     pub(crate) fn from_env() -> Inspect {
-        let level = std::env::var(INSPECT_ENV).ok().and_then(|v| v.trim().parse::<u8>().ok()).unwrap_or(0);
-        Inspect { level, sink: Sink::Auto, gone: HashMap::new() }
+        let level = std::env::var(INSPECT_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u8>().ok())
+            .unwrap_or(0);
+        Inspect {
+            level,
+            sink: Sink::Auto,
+            gone: HashMap::new(),
+        }
     }
 
     pub(crate) fn set(&mut self, level: u8, sink: Sink) {
@@ -79,7 +87,12 @@ impl Inspect {
 fn address_name(core: &Core, key: Key) -> String {
     match core.addresses.get(key) {
         Some(slot) => slot.address.to_string(),
-        None => core.inspect.gone.get(&key).cloned().unwrap_or_else(|| format!("{}/?", core.name())),
+        None => core
+            .inspect
+            .gone
+            .get(&key)
+            .cloned()
+            .unwrap_or_else(|| format!("{}/?", core.name())),
     }
 }
 
@@ -100,7 +113,12 @@ fn actor_label(core: &Core, actor: Key) -> String {
     }
 }
 
-pub(crate) fn routed<M: 'static>(core: &mut Core, dest: Key, sender: Key, handlers: impl Iterator<Item = Key>) {
+pub(crate) fn routed<M: 'static>(
+    core: &mut Core,
+    dest: Key,
+    sender: Key,
+    handlers: impl Iterator<Item = Key>,
+) {
     let mut line = format!(
         "{}: {} {} -> {}: delivered to ",
         core.name(),
@@ -124,6 +142,7 @@ pub(crate) fn dropped<M: 'static>(core: &mut Core, dest: Key, sender: Key, why: 
     let why = match why {
         Drop::NoSubscriber => "dropped (no subscriber)",
         Drop::Stale => "dropped (stale address)",
+        Drop::LateReply => "dropped (late or duplicate reply)",
     };
     let line = format!(
         "{}: {} {} -> {}: {why}",
@@ -135,12 +154,30 @@ pub(crate) fn dropped<M: 'static>(core: &mut Core, dest: Key, sender: Key, why: 
     core.inspect.emit(&line);
 }
 
-pub(crate) fn forwarded<M: 'static>(core: &mut Core, sender: Key, to: &crate::Address, accepted: bool) {
+pub(crate) fn late_reply<M: 'static>(core: &mut Core, dest: Key, sender: Key) {
+    dropped::<M>(core, dest, sender, Drop::LateReply);
+}
+
+pub(crate) fn forwarded<M: 'static>(
+    core: &mut Core,
+    sender: Key,
+    to: &crate::Address,
+    accepted: bool,
+) {
     if core.inspect.level == 0 {
         return;
     }
-    let outcome = if accepted { "to another locality" } else { "dropped (locality finished)" };
-    let line = format!("{}: {} {} -> {to}: {outcome}", core.name(), short_type_name::<M>(), actor_name(core, sender));
+    let outcome = if accepted {
+        "to another locality"
+    } else {
+        "dropped (locality finished)"
+    };
+    let line = format!(
+        "{}: {} {} -> {to}: {outcome}",
+        core.name(),
+        short_type_name::<M>(),
+        actor_name(core, sender)
+    );
     core.inspect.emit(&line);
 }
 

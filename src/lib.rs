@@ -20,30 +20,43 @@
 //!
 //! ## Example
 //!
+//! A pinger and a ponger under one supervisor. The ponger publishes `Pong` on
+//! its own address, where the pinger subscribed (pub/sub).
+//!
 //! ```
 //! use commutator::prelude::*;
 //!
 //! struct Ping;
 //! struct Pong;
 //!
-//! struct Ponger;
+//! #[derive(Default)]
+//! struct Ponger {
+//!     me: Option<Address>,
+//! }
 //! impl Actor for Ponger {
 //!     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+//!         self.me = Some(ctx.address().clone());
 //!         ctx.subscribe(Self::on_ping);
 //!     }
 //! }
 //! impl Ponger {
 //!     fn on_ping(&mut self, _: &Ping, ctx: &mut Context<'_, Self>) {
-//!         let pinger = self.pinger.clone();
-//!         ctx.send(&pinger, Pong);
+//!         if let Some(me) = &self.me {
+//!             ctx.send(me, Pong);
+//!         }
 //!     }
 //! }
-//! # impl Ponger { const _X: () = (); }
-//! # struct Pinger2;
-//! struct Pinger { ponger: Address, left: u32 }
+//!
+//! struct Pinger {
+//!     ponger: Address,
+//!     left: u32,
+//! }
 //! impl Actor for Pinger {
 //!     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-//!         ctx.subscribe(Self::on_pong);
+//!         let ponger = self.ponger.clone();
+//!         if let Err(e) = ctx.subscribe_on(&ponger, Self::on_pong) {
+//!             ctx.fail(e);
+//!         }
 //!     }
 //!     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
 //!         ctx.send(&self.ponger, Ping);
@@ -53,15 +66,27 @@
 //!     fn on_pong(&mut self, _: &Pong, ctx: &mut Context<'_, Self>) {
 //!         self.left -= 1;
 //!         if self.left == 0 {
-//!             ctx.shutdown_supervisor();
+//!             ctx.shutdown_supervisor(); // the root goes, so `run` returns
 //!         } else {
 //!             ctx.send(&self.ponger, Ping);
 //!         }
 //!     }
 //! }
+//!
+//! let mut system = System::new()?;
+//! let root = system.spawn_root(Supervisor).supervisor(SupervisorConfig::default()).finish()?;
+//! let ponger = system.spawn(&root, Ponger::default()).finish()?;
+//! system.spawn(&root, Pinger { ponger, left: 1000 }).finish()?;
+//! system.run()?; // Ok: the tree shut down normally
+//! # Ok::<(), commutator::Error>(())
 //! ```
 #![forbid(unsafe_code)]
-#![deny(missing_docs, missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    rust_2018_idioms,
+    unreachable_pub
+)]
 
 mod actor;
 mod address;
@@ -73,6 +98,7 @@ pub mod inspect;
 mod lifecycle;
 mod locality;
 mod message;
+mod request;
 mod subscription;
 mod supervisor;
 mod system;
@@ -83,9 +109,10 @@ pub use address::Address;
 pub use builder::Builder;
 pub use context::{Context, SubscriptionId};
 pub use error::{Error, ErrorCode, Result, SendError};
-pub use locality::{Locality, Stats, DEFAULT_BUDGET, RESERVED_TOKENS};
+pub use locality::{DEFAULT_BUDGET, Locality, RESERVED_TOKENS, Stats};
+pub use request::{CancelRequest, Request, RequestId, RequestMsg, Response};
 pub use supervisor::{InitFailurePolicy, Supervisor, SupervisorConfig};
-pub use system::{System, SYSTEM_WAKER};
+pub use system::{SYSTEM_WAKER, System};
 pub use timer::TimerId;
 
 /// Re-export of the mio version commutator uses, so your loop shares it.
@@ -94,7 +121,7 @@ pub use mio;
 /// The names most programs need: `use commutator::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Actor, ActorState, Address, Context, Error, ErrorCode, Locality, Supervisor, SupervisorConfig, System,
-        TimerId,
+        Actor, ActorState, Address, Context, Error, ErrorCode, Locality, Request, RequestId,
+        RequestMsg, Response, Supervisor, SupervisorConfig, System, TimerId,
     };
 }

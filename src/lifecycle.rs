@@ -8,12 +8,12 @@
 //! last `ChildDown` arrives. Every step is a message to an address, so the same
 //! protocol works between localities.
 
-use crate::actor::{call_hook, ActorState, Hook};
+use crate::actor::{ActorState, Hook, call_hook};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
-use crate::locality::shared::Remote;
 use crate::locality::Core;
+use crate::locality::shared::Remote;
 use crate::message::Deliver;
 use crate::supervisor;
 use crate::timer::TimerAction;
@@ -28,11 +28,18 @@ pub(crate) enum SystemMsg {
     /// Supervisor → child: become operational.
     Start,
     /// Anyone → supervisor: please shut down this child (`None`: yourself).
-    ShutdownTrigger { child: Option<(usize, Key)>, reason: Error },
+    ShutdownTrigger {
+        child: Option<(usize, Key)>,
+        reason: Error,
+    },
     /// Supervisor → child (or a root to itself): shut down.
     ShutdownRequest { reason: Error },
     /// Child → supervisor: shut down, with its reason.
-    ChildDown { slot: usize, child: Key, reason: Error },
+    ChildDown {
+        slot: usize,
+        child: Key,
+        reason: Error,
+    },
     /// An actor to itself: something changed, count the votes again.
     Poll,
 }
@@ -60,17 +67,29 @@ pub(crate) struct SysEnvelope {
 impl Deliver for SysEnvelope {
     fn deliver(self, core: &mut Core) {
         crate::inspect::system(core, self.dest, &self.msg);
-        let Some(me) = core.addresses.get(self.dest).map(|slot| slot.owner) else { return };
+        let Some(me) = core.addresses.get(self.dest).map(|slot| slot.owner) else {
+            return;
+        };
         match self.msg {
             SystemMsg::Init => on_init(core, me),
-            SystemMsg::InitConfirm { slot, child } => supervisor::on_child_initialized(core, me, slot, child),
-            SystemMsg::Start => on_start(core, me),
-            SystemMsg::ShutdownTrigger { child: None, reason } => request_own_shutdown(core, me, reason),
-            SystemMsg::ShutdownTrigger { child: Some((slot, child)), reason } => {
-                supervisor::on_child_shutdown_trigger(core, me, slot, child, reason)
+            SystemMsg::InitConfirm { slot, child } => {
+                supervisor::on_child_initialized(core, me, slot, child)
             }
+            SystemMsg::Start => on_start(core, me),
+            SystemMsg::ShutdownTrigger {
+                child: None,
+                reason,
+            } => request_own_shutdown(core, me, reason),
+            SystemMsg::ShutdownTrigger {
+                child: Some((slot, child)),
+                reason,
+            } => supervisor::on_child_shutdown_trigger(core, me, slot, child, reason),
             SystemMsg::ShutdownRequest { reason } => on_shutdown_request(core, me, reason),
-            SystemMsg::ChildDown { slot, child, reason } => supervisor::on_child_down(core, me, slot, child, reason),
+            SystemMsg::ChildDown {
+                slot,
+                child,
+                reason,
+            } => supervisor::on_child_down(core, me, slot, child, reason),
             SystemMsg::Poll => poll(core, me),
         }
     }
@@ -100,7 +119,12 @@ pub(crate) fn to_self(core: &mut Core, me: Key, msg: SystemMsg) {
     }
 }
 
-fn arm_lifecycle_timer(core: &mut Core, me: Key, timeout: Option<std::time::Duration>, action: TimerAction) {
+fn arm_lifecycle_timer(
+    core: &mut Core,
+    me: Key,
+    timeout: Option<std::time::Duration>,
+    action: TimerAction,
+) {
     disarm_lifecycle_timer(core, me);
     if let Some(after) = timeout {
         let key = core.timers.start(core.now + after, me, action);
@@ -111,7 +135,11 @@ fn arm_lifecycle_timer(core: &mut Core, me: Key, timeout: Option<std::time::Dura
 }
 
 fn disarm_lifecycle_timer(core: &mut Core, me: Key) {
-    if let Some(key) = core.actors.get_mut(me).and_then(|c| c.lifecycle_timer.take()) {
+    if let Some(key) = core
+        .actors
+        .get_mut(me)
+        .and_then(|c| c.lifecycle_timer.take())
+    {
         core.timers.cancel(key);
     }
 }
@@ -129,7 +157,9 @@ fn on_init(core: &mut Core, me: Key) {
 
 /// Counts the init votes; finishes init when all are ready.
 pub(crate) fn try_init(core: &mut Core, me: Key) {
-    let Some(cell) = core.actors.get_mut(me) else { return };
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     if cell.state != ActorState::Initializing {
         return;
     }
@@ -142,7 +172,9 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
     disarm_lifecycle_timer(core, me);
     set_state(core, me, ActorState::Initialized);
     call_hook(core, me, Hook::InitFinish);
-    let Some(cell) = core.actors.get(me) else { return };
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
     match &cell.parent {
         Some(parent) => {
             let (to, slot, child) = (parent.address.clone(), parent.slot, cell.address.key());
@@ -155,10 +187,14 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
 /// Init failed: the actor shuts down with the failure as its reason, and its
 /// supervisor learns of it from the `ChildDown` that follows.
 fn init_failed(core: &mut Core, me: Key, error: Error) {
-    let Some(cell) = core.actors.get(me) else { return };
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
     let reason = match error.code() {
         ErrorCode::InitFailed | ErrorCode::InitTimeout => error,
-        _ => Error::new(ErrorCode::InitFailed).with_context(cell.address.to_string()).caused_by(error),
+        _ => Error::new(ErrorCode::InitFailed)
+            .with_context(cell.address.to_string())
+            .caused_by(error),
     };
     tracing::warn!(actor = %cell.address, %reason, "init failed");
     on_shutdown_request(core, me, reason);
@@ -166,7 +202,9 @@ fn init_failed(core: &mut Core, me: Key, error: Error) {
 
 /// The init timer fired.
 pub(crate) fn on_init_timeout(core: &mut Core, me: Key) {
-    let Some(cell) = core.actors.get_mut(me) else { return };
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     cell.lifecycle_timer = None;
     if cell.state == ActorState::Initializing {
         let error = Error::new(ErrorCode::InitTimeout).with_context(cell.address.to_string());
@@ -176,7 +214,9 @@ pub(crate) fn on_init_timeout(core: &mut Core, me: Key) {
 
 /// The shutdown timer fired: a contract violation.
 pub(crate) fn on_shutdown_timeout(core: &mut Core, me: Key) {
-    let Some(cell) = core.actors.get_mut(me) else { return };
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     cell.lifecycle_timer = None;
     if cell.state == ActorState::ShuttingDown {
         let error = Error::new(ErrorCode::ShutdownTimeout).with_context(cell.address.to_string());
@@ -204,14 +244,22 @@ pub(crate) fn poll(core: &mut Core, me: Key) {
 
 /// The actor asks to be shut down: through its supervisor, or directly for a root.
 pub(crate) fn request_own_shutdown(core: &mut Core, me: Key, reason: Error) {
-    let Some(cell) = core.actors.get(me) else { return };
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
     if cell.state >= ActorState::ShuttingDown {
         return;
     }
     match &cell.parent {
         Some(parent) => {
             let (to, slot, child) = (parent.address.clone(), parent.slot, cell.address.key());
-            core.send_system(&to, SystemMsg::ShutdownTrigger { child: Some((slot, child)), reason });
+            core.send_system(
+                &to,
+                SystemMsg::ShutdownTrigger {
+                    child: Some((slot, child)),
+                    reason,
+                },
+            );
         }
         None => to_self(core, me, SystemMsg::ShutdownRequest { reason }),
     }
@@ -219,7 +267,9 @@ pub(crate) fn request_own_shutdown(core: &mut Core, me: Key, reason: Error) {
 
 /// A failure reported by the actor itself.
 pub(crate) fn fail(core: &mut Core, me: Key, error: Error) {
-    let Some(cell) = core.actors.get_mut(me) else { return };
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     match cell.state {
         ActorState::New | ActorState::Initializing => {
             cell.init_failure.get_or_insert(error);
@@ -232,7 +282,9 @@ pub(crate) fn fail(core: &mut Core, me: Key, error: Error) {
 
 /// Starts shutting the actor down (once; later requests are ignored).
 pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
-    let Some(cell) = core.actors.get_mut(me) else { return };
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     let before = cell.state;
     if before >= ActorState::ShuttingDown {
         return;
@@ -250,7 +302,9 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
 
 /// Counts the shutdown votes (in reverse plugin order); finishes when all are ready.
 pub(crate) fn try_shutdown(core: &mut Core, me: Key) {
-    let Some(cell) = core.actors.get(me) else { return };
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
     if cell.state != ActorState::ShuttingDown || !supervisor::shutdown_ready(cell) {
         return;
     }
@@ -260,9 +314,12 @@ pub(crate) fn try_shutdown(core: &mut Core, me: Key) {
 fn finish_shutdown(core: &mut Core, me: Key) {
     disarm_lifecycle_timer(core, me);
     call_hook(core, me, Hook::ShutdownFinish);
-    let Some(cell) = core.actors.get_mut(me) else { return };
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     let subscriptions = std::mem::take(&mut cell.subscriptions);
     let timers = std::mem::take(&mut cell.timers);
+    let requests = std::mem::take(&mut cell.requests);
     let identities = std::mem::take(&mut cell.identities);
     let main = cell.address.key();
     for sub in subscriptions {
@@ -271,17 +328,24 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     for timer in timers {
         core.timers.cancel(timer);
     }
+    crate::request::requester_gone(core, requests);
     for address in identities.into_iter().chain(std::iter::once(main)) {
         crate::subscription::remove_address(core, address);
     }
     set_state(core, me, ActorState::ShutDown);
-    let Some(cell) = core.actors.remove(me) else { return };
+    let Some(cell) = core.actors.remove(me) else {
+        return;
+    };
     let reason = cell.reason.clone().unwrap_or_else(Error::normal);
     tracing::debug!(actor = %cell.address, %reason, "shut down");
     match &cell.parent {
         Some(parent) => core.send_system(
             &parent.address,
-            SystemMsg::ChildDown { slot: parent.slot, child: cell.address.key(), reason },
+            SystemMsg::ChildDown {
+                slot: parent.slot,
+                child: cell.address.key(),
+                reason,
+            },
         ),
         None => core.root_finished(reason),
     }
@@ -290,5 +354,8 @@ fn finish_shutdown(core: &mut Core, me: Key) {
 
 /// Sends `Init` to a freshly spawned actor.
 pub(crate) fn start_lifecycle(core: &mut Core, address: &Address) {
-    core.enqueue(SysEnvelope { dest: address.key(), msg: SystemMsg::Init });
+    core.enqueue(SysEnvelope {
+        dest: address.key(),
+        msg: SystemMsg::Init,
+    });
 }

@@ -9,8 +9,8 @@
 //! allocates nothing.
 
 use crate::arena::Key;
-use crate::locality::shared::Remote;
 use crate::locality::Core;
+use crate::locality::shared::Remote;
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -88,7 +88,9 @@ impl Queue {
 }
 
 fn typed<E: 'static>(queue: &mut Box<dyn Any>) -> &mut VecDeque<E> {
-    queue.downcast_mut::<VecDeque<E>>().expect("queue slot holds its own envelope type")
+    queue
+        .downcast_mut::<VecDeque<E>>()
+        .expect("queue slot holds its own envelope type")
 }
 
 fn deliver_next<E: Deliver>(core: &mut Core, slot: u32) {
@@ -148,6 +150,9 @@ mod tests {
     fn short_names_drop_module_paths() {
         assert_eq!(short_type_name::<u32>(), "u32");
         assert_eq!(short_type_name::<Vec<String>>(), "Vec<String>");
-        assert_eq!(short_type_name::<Option<(u8, std::time::Duration)>>(), "Option<(u8, Duration)>");
+        assert_eq!(
+            short_type_name::<Option<(u8, std::time::Duration)>>(),
+            "Option<(u8, Duration)>"
+        );
     }
 }

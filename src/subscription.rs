@@ -7,7 +7,7 @@
 //! unsubscribed handler is skipped even for the message being delivered.
 
 use crate::address::Address;
-use crate::arena::Key;
+use crate::arena::{Key, remove_key};
 use crate::locality::Core;
 use smallvec::SmallVec;
 use std::any::{Any, TypeId};
@@ -24,7 +24,11 @@ pub(crate) struct Handler<M> {
 
 impl<M> Clone for Handler<M> {
     fn clone(&self) -> Self {
-        Handler { sub: self.sub, actor: self.actor, f: self.f.clone() }
+        Handler {
+            sub: self.sub,
+            actor: self.actor,
+            f: self.f.clone(),
+        }
     }
 }
 
@@ -80,25 +84,25 @@ pub(crate) struct SubscriptionRecord {
 }
 
 /// Adds a handler of `actor` for `M` on the local address `address`.
-pub(crate) fn subscribe<M: 'static>(core: &mut Core, address: Key, actor: Key, f: HandlerFn<M>) -> Option<Key> {
+pub(crate) fn subscribe<M: 'static>(
+    core: &mut Core,
+    address: Key,
+    actor: Key,
+    f: HandlerFn<M>,
+) -> Option<Key> {
     if !core.addresses.contains(address) || !core.actors.contains(actor) {
         return None;
     }
     let type_id = TypeId::of::<M>();
-    let sub = core.subscriptions.insert(SubscriptionRecord { address, type_id, actor });
+    let sub = core.subscriptions.insert(SubscriptionRecord {
+        address,
+        type_id,
+        actor,
+    });
     let handler = Handler { sub, actor, f };
     let slot = core.addresses.get_mut(address)?;
     match slot.channels.iter_mut().find(|c| c.type_id == type_id) {
-        Some(channel) => {
-            if let Some(list) = Rc::get_mut(&mut channel.list) {
-                typed_mut::<M>(list).push(handler);
-            } else {
-                let mut copy = channel.list.copy();
-                let list = Rc::get_mut(&mut copy).expect("a fresh copy is unique");
-                typed_mut::<M>(list).push(handler);
-                channel.list = copy;
-            }
-        }
+        Some(channel) => typed_mut::<M>(make_mut(&mut channel.list)).push(handler),
         None => {
             let mut list = HandlerList::<M>::new();
             list.push(handler);
@@ -114,52 +118,52 @@ pub(crate) fn subscribe<M: 'static>(core: &mut Core, address: Key, actor: Key, f
     Some(sub)
 }
 
+/// The list, copied first if a delivery still holds it (copy-on-write).
+fn make_mut(list: &mut Rc<dyn ErasedList>) -> &mut dyn ErasedList {
+    if Rc::get_mut(list).is_none() {
+        *list = list.copy();
+    }
+    Rc::get_mut(list).expect("a fresh copy is unique")
+}
+
 fn typed_mut<M: 'static>(list: &mut dyn ErasedList) -> &mut HandlerList<M> {
-    list.as_any_mut().downcast_mut::<HandlerList<M>>().expect("channel holds handlers of its own type")
+    list.as_any_mut()
+        .downcast_mut::<HandlerList<M>>()
+        .expect("channel holds handlers of its own type")
 }
 
 /// Removes a subscription; `None` if it was already gone.
 pub(crate) fn unsubscribe(core: &mut Core, sub: Key) -> Option<SubscriptionRecord> {
     let record = core.subscriptions.remove(sub)?;
-    if let Some(slot) = core.addresses.get_mut(record.address) {
-        if let Some(pos) = slot.channels.iter().position(|c| c.type_id == record.type_id) {
-            let channel = &mut slot.channels[pos];
-            let empty = match Rc::get_mut(&mut channel.list) {
-                Some(list) => list.remove(sub),
-                None => {
-                    let mut copy = channel.list.copy();
-                    let empty = Rc::get_mut(&mut copy).expect("a fresh copy is unique").remove(sub);
-                    channel.list = copy;
-                    empty
-                }
-            };
-            if empty {
-                slot.channels.remove(pos);
-            }
-        }
+    if let Some(slot) = core.addresses.get_mut(record.address)
+        && let Some(pos) = slot
+            .channels
+            .iter()
+            .position(|c| c.type_id == record.type_id)
+        && make_mut(&mut slot.channels[pos].list).remove(sub)
+    {
+        slot.channels.remove(pos);
     }
     if let Some(cell) = core.actors.get_mut(record.actor) {
-        if let Some(pos) = cell.subscriptions.iter().position(|&s| s == sub) {
-            cell.subscriptions.swap_remove(pos);
-        }
+        remove_key(&mut cell.subscriptions, sub);
     }
     Some(record)
 }
 
 /// Removes an address and every subscription on it, whoever made them.
 pub(crate) fn remove_address(core: &mut Core, address: Key) {
-    let Some(slot) = core.addresses.remove(address) else { return };
+    let Some(slot) = core.addresses.remove(address) else {
+        return;
+    };
     if core.inspect.level > 0 {
         core.inspect.forget(address, slot.address.to_string());
     }
     for channel in &slot.channels {
         for sub in channel.list.subscriptions() {
-            if let Some(record) = core.subscriptions.remove(sub) {
-                if let Some(cell) = core.actors.get_mut(record.actor) {
-                    if let Some(pos) = cell.subscriptions.iter().position(|&s| s == sub) {
-                        cell.subscriptions.swap_remove(pos);
-                    }
-                }
+            if let Some(record) = core.subscriptions.remove(sub)
+                && let Some(cell) = core.actors.get_mut(record.actor)
+            {
+                remove_key(&mut cell.subscriptions, sub);
             }
         }
     }
@@ -173,16 +177,28 @@ pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message
             crate::inspect::dropped::<M>(core, dest, sender, crate::inspect::Drop::Stale);
             return;
         }
-        Some(slot) => match slot.channels.iter().find(|c| c.type_id == TypeId::of::<M>()) {
+        Some(slot) => match slot
+            .channels
+            .iter()
+            .find(|c| c.type_id == TypeId::of::<M>())
+        {
             None => {
                 core.stats.dropped_unsubscribed += 1;
-                crate::inspect::dropped::<M>(core, dest, sender, crate::inspect::Drop::NoSubscriber);
+                crate::inspect::dropped::<M>(
+                    core,
+                    dest,
+                    sender,
+                    crate::inspect::Drop::NoSubscriber,
+                );
                 return;
             }
             Some(channel) => channel.list.clone(),
         },
     };
-    let handlers = list.as_any().downcast_ref::<HandlerList<M>>().expect("channel holds handlers of its own type");
+    let handlers = list
+        .as_any()
+        .downcast_ref::<HandlerList<M>>()
+        .expect("channel holds handlers of its own type");
     if core.inspect.level > 0 {
         crate::inspect::routed::<M>(core, dest, sender, handlers.iter().map(|h| h.actor));
     }

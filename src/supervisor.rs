@@ -71,11 +71,17 @@ pub(crate) struct SupervisorState {
 
 impl SupervisorState {
     pub(crate) fn new(config: SupervisorConfig) -> Self {
-        SupervisorState { config, children: Slab::new(), initializing: 0 }
+        SupervisorState {
+            config,
+            children: Slab::new(),
+            initializing: 0,
+        }
     }
 
     fn child_mut(&mut self, slot: usize, child: Key) -> Option<&mut ChildRecord> {
-        self.children.get_mut(slot).filter(|c| c.address.key() == child)
+        self.children
+            .get_mut(slot)
+            .filter(|c| c.address.key() == child)
     }
 }
 
@@ -86,7 +92,9 @@ pub(crate) fn init_ready(cell: &ActorCell) -> bool {
 
 /// The child manager's shutdown vote: every child is gone.
 pub(crate) fn shutdown_ready(cell: &ActorCell) -> bool {
-    cell.supervisor.as_ref().is_none_or(|s| s.children.is_empty())
+    cell.supervisor
+        .as_ref()
+        .is_none_or(|s| s.children.is_empty())
 }
 
 fn sup_mut(core: &mut Core, me: Key) -> Option<&mut SupervisorState> {
@@ -94,10 +102,16 @@ fn sup_mut(core: &mut Core, me: Key) -> Option<&mut SupervisorState> {
 }
 
 pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child: Key) {
-    let Some(cell) = core.actors.get_mut(me) else { return };
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     let my_state = cell.state;
-    let Some(sup) = cell.supervisor.as_deref_mut() else { return };
-    let Some(record) = sup.child_mut(slot, child) else { return };
+    let Some(sup) = cell.supervisor.as_deref_mut() else {
+        return;
+    };
+    let Some(record) = sup.child_mut(slot, child) else {
+        return;
+    };
     if record.state != ChildState::Initializing {
         return;
     }
@@ -149,9 +163,17 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
 }
 
 /// A child (or someone on its behalf) asks for the child to be shut down.
-pub(crate) fn on_child_shutdown_trigger(core: &mut Core, me: Key, slot: usize, child: Key, reason: Error) {
+pub(crate) fn on_child_shutdown_trigger(
+    core: &mut Core,
+    me: Key,
+    slot: usize,
+    child: Key,
+    reason: Error,
+) {
     let Some(sup) = sup_mut(core, me) else { return };
-    let Some(record) = sup.child_mut(slot, child) else { return };
+    let Some(record) = sup.child_mut(slot, child) else {
+        return;
+    };
     if record.state == ChildState::ShuttingDown {
         return;
     }
@@ -162,10 +184,14 @@ pub(crate) fn on_child_shutdown_trigger(core: &mut Core, me: Key, slot: usize, c
 
 /// A child has shut down: forget it, then apply the supervisor's policy.
 pub(crate) fn on_child_down(core: &mut Core, me: Key, slot: usize, child: Key, reason: Error) {
-    let Some(cell) = core.actors.get_mut(me) else { return };
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     let my_state = cell.state;
     let my_address = cell.address.to_string();
-    let Some(sup) = cell.supervisor.as_deref_mut() else { return };
+    let Some(sup) = cell.supervisor.as_deref_mut() else {
+        return;
+    };
     if sup.child_mut(slot, child).is_none() {
         return;
     }
@@ -179,7 +205,9 @@ pub(crate) fn on_child_down(core: &mut Core, me: Key, slot: usize, child: Key, r
         ActorState::ShuttingDown => lifecycle::try_shutdown(core, me),
         _ if record.initializing && !reason.is_normal() => match policy {
             InitFailurePolicy::ShutdownSupervisor => {
-                let why = Error::new(ErrorCode::ChildInitFailed).with_context(my_address).caused_by(reason);
+                let why = Error::new(ErrorCode::ChildInitFailed)
+                    .with_context(my_address)
+                    .caused_by(reason);
                 lifecycle::request_own_shutdown(core, me, why);
             }
             InitFailurePolicy::ShutdownChild => lifecycle::try_init(core, me),

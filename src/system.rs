@@ -53,7 +53,11 @@ impl System {
     fn with_locality(mut locality: Locality) -> Result<System> {
         let poll = mio::Poll::new()?;
         locality.register(poll.registry(), SYSTEM_WAKER)?;
-        Ok(System { poll, events: mio::Events::with_capacity(256), locality })
+        Ok(System {
+            poll,
+            events: mio::Events::with_capacity(256),
+            locality,
+        })
     }
 
     /// The locality the system runs.
@@ -78,7 +82,11 @@ impl System {
     }
 
     /// See [`Locality::send`].
-    pub fn send<M: Send + 'static>(&mut self, to: &Address, message: M) -> Result<(), SendError<M>> {
+    pub fn send<M: Send + 'static>(
+        &mut self,
+        to: &Address,
+        message: M,
+    ) -> Result<(), SendError<M>> {
         self.locality.send(to, message)
     }
 

@@ -36,6 +36,8 @@ pub(crate) enum TimerAction {
     InitTimeout,
     /// The owner's shutdown did not finish in time.
     ShutdownTimeout,
+    /// A request of the owner got no reply in time.
+    Request(Key),
 }
 
 pub(crate) struct TimerEntry {
@@ -59,7 +61,13 @@ impl Timers {
         let seq = self.seq;
         self.seq += 1;
         let heap_pos = self.heap.len();
-        let key = self.entries.insert(TimerEntry { deadline, seq, heap_pos, owner, action });
+        let key = self.entries.insert(TimerEntry {
+            deadline,
+            seq,
+            heap_pos,
+            owner,
+            action,
+        });
         self.heap.push(key);
         self.sift_up(heap_pos);
         key
@@ -167,11 +175,16 @@ mod tests {
         let t0 = Instant::now();
         let mut t = Timers::default();
         let ms = |n| t0 + Duration::from_millis(n);
-        let keys: Vec<Key> =
-            [30, 10, 20, 10, 5].iter().map(|&d| t.start(ms(d), Key::NONE, TimerAction::InitTimeout)).collect();
+        let keys: Vec<Key> = [30, 10, 20, 10, 5]
+            .iter()
+            .map(|&d| t.start(ms(d), Key::NONE, TimerAction::InitTimeout))
+            .collect();
         assert_eq!(t.next_deadline(), Some(ms(5)));
         assert!(fired(&mut t, ms(4)).is_empty());
-        assert_eq!(fired(&mut t, ms(20)), vec![keys[4], keys[1], keys[3], keys[2]]);
+        assert_eq!(
+            fired(&mut t, ms(20)),
+            vec![keys[4], keys[1], keys[3], keys[2]]
+        );
         assert_eq!(fired(&mut t, ms(100)), vec![keys[0]]);
         assert_eq!(t.len(), 0);
     }
@@ -181,7 +194,13 @@ mod tests {
         let t0 = Instant::now();
         let mut t = Timers::default();
         let keys: Vec<Key> = (0..50u64)
-            .map(|i| t.start(t0 + Duration::from_millis((i * 37) % 50), Key::NONE, TimerAction::InitTimeout))
+            .map(|i| {
+                t.start(
+                    t0 + Duration::from_millis((i * 37) % 50),
+                    Key::NONE,
+                    TimerAction::InitTimeout,
+                )
+            })
             .collect();
         for k in keys.iter().step_by(3) {
             assert!(t.cancel(*k).is_some());
@@ -189,7 +208,10 @@ mod tests {
         }
         let order = fired(&mut t, t0 + Duration::from_secs(1));
         assert_eq!(order.len(), 50 - keys.iter().step_by(3).count());
-        let deadlines: Vec<u64> = order.iter().map(|k| keys.iter().position(|x| x == k).unwrap() as u64 * 37 % 50).collect();
+        let deadlines: Vec<u64> = order
+            .iter()
+            .map(|k| keys.iter().position(|x| x == k).unwrap() as u64 * 37 % 50)
+            .collect();
         assert!(deadlines.windows(2).all(|w| w[0] <= w[1]), "{deadlines:?}");
     }
 }

@@ -4,12 +4,13 @@ pub(crate) mod shared;
 
 use crate::actor::{Actor, ActorCell};
 use crate::address::Address;
-use crate::arena::{Arena, Key};
+use crate::arena::{Arena, Key, remove_key};
 use crate::builder::{Builder, Parent};
 use crate::error::{Error, ErrorCode, Result, SendError};
 use crate::inspect::{Inspect, Sink};
 use crate::lifecycle;
 use crate::message::{Deliver, Queue, UserEnvelope};
+use crate::request::PendingRequest;
 use crate::subscription::{AddressSlot, SubscriptionRecord};
 use crate::timer::{TimerAction, TimerId, Timers};
 use shared::{LocalityShared, Remote};
@@ -38,14 +39,18 @@ pub struct Stats {
     pub dropped_stale: u64,
     /// Messages for another locality that had already finished.
     pub dropped_closed: u64,
+    /// Replies that came after their request was settled (late or duplicate).
+    pub dropped_late_replies: u64,
     /// Live actors.
     pub actors: usize,
     /// Live addresses.
     pub addresses: usize,
     /// Live subscriptions.
     pub subscriptions: usize,
-    /// Pending timers (user timers and lifecycle timeouts).
+    /// Pending timers (user timers, request and lifecycle timeouts).
     pub timers: usize,
+    /// Requests waiting for a response.
+    pub requests: usize,
     /// Items waiting in the queue.
     pub queued: usize,
 }
@@ -57,6 +62,7 @@ pub(crate) struct Core {
     pub(crate) actors: Arena<ActorCell>,
     pub(crate) addresses: Arena<AddressSlot>,
     pub(crate) subscriptions: Arena<SubscriptionRecord>,
+    pub(crate) requests: Arena<PendingRequest>,
     pub(crate) queue: Queue,
     pub(crate) timers: Timers,
     pub(crate) stats: Stats,
@@ -77,6 +83,7 @@ impl Core {
             actors: Arena::default(),
             addresses: Arena::default(),
             subscriptions: Arena::default(),
+            requests: Arena::default(),
             queue: Queue::default(),
             timers: Timers::default(),
             stats: Stats::default(),
@@ -111,7 +118,11 @@ impl Core {
     /// Sends a user message: queued here, or posted to the address's locality.
     pub(crate) fn send<M: Send + 'static>(&mut self, to: &Address, sender: Key, message: M) {
         if to.locality_id() == self.id() {
-            self.queue.push(UserEnvelope { dest: to.key(), sender, message });
+            self.queue.push(UserEnvelope {
+                dest: to.key(),
+                sender,
+                message,
+            });
         } else {
             let accepted = to.0.locality.post_user(to.key(), message).is_ok();
             if !accepted {
@@ -123,7 +134,10 @@ impl Core {
 
     /// Sends framework traffic to any address.
     pub(crate) fn send_system(&mut self, to: &Address, msg: lifecycle::SystemMsg) {
-        let envelope = lifecycle::SysEnvelope { dest: to.key(), msg };
+        let envelope = lifecycle::SysEnvelope {
+            dest: to.key(),
+            msg,
+        };
         if to.locality_id() == self.id() {
             self.queue.push(envelope);
         } else if !to.0.locality.post(Box::new(envelope)) {
@@ -143,7 +157,12 @@ impl Core {
             address: Address::new(shared.clone(), key, actor, seq, identity),
             channels: SmallVec::new(),
         });
-        let address = self.addresses.get(key).expect("just inserted").address.clone();
+        let address = self
+            .addresses
+            .get(key)
+            .expect("just inserted")
+            .address
+            .clone();
         (key, address)
     }
 
@@ -162,9 +181,7 @@ impl Core {
 
     pub(crate) fn cancel_user_timer(&mut self, me: Key, timer: Key) -> bool {
         if let Some(cell) = self.actors.get_mut(me) {
-            if let Some(pos) = cell.timers.iter().position(|&t| t == timer) {
-                cell.timers.swap_remove(pos);
-            }
+            remove_key(&mut cell.timers, timer);
         }
         self.timers.cancel(timer).is_some()
     }
@@ -220,14 +237,13 @@ impl Core {
             match entry.action {
                 TimerAction::User(callback) => {
                     if let Some(cell) = self.actors.get_mut(owner) {
-                        if let Some(pos) = cell.timers.iter().position(|&t| t == key) {
-                            cell.timers.swap_remove(pos);
-                        }
+                        remove_key(&mut cell.timers, key);
                     }
                     callback(self, owner, TimerId(key));
                 }
                 TimerAction::InitTimeout => lifecycle::on_init_timeout(self, owner),
                 TimerAction::ShutdownTimeout => lifecycle::on_shutdown_timeout(self, owner),
+                TimerAction::Request(request) => crate::request::on_timeout(self, request),
             }
             if self.is_finished() {
                 break;
@@ -258,8 +274,8 @@ impl Core {
 ///     }
 /// }
 ///
-/// let t0 = Instant::now();
 /// let mut locality = Locality::new();
+/// let t0 = locality.now(); // the clock starts at creation
 /// let root = locality.spawn_root(Supervisor).supervisor(SupervisorConfig::default()).finish()?;
 /// locality.spawn(&root, Alarm).finish()?;
 /// locality.run_until_idle(t0);
@@ -277,7 +293,10 @@ pub struct Locality {
 
 impl fmt::Debug for Locality {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Locality").field("name", &self.core.name()).field("stats", &self.stats()).finish()
+        f.debug_struct("Locality")
+            .field("name", &self.core.name())
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 
@@ -288,7 +307,8 @@ impl Default for Locality {
 }
 
 impl Locality {
-    /// A new locality named `L<n>`, its clock at `Instant::now()`.
+    /// A new locality named `L<n>`, its clock at `Instant::now()` (read it
+    /// with [`now`](Locality::now) to start a manual clock from there).
     pub fn new() -> Locality {
         Locality::build(None)
     }
@@ -299,7 +319,11 @@ impl Locality {
     }
 
     fn build(name: Option<String>) -> Locality {
-        Locality { core: Core::new(name, Instant::now()), waker_token: None, budget: DEFAULT_BUDGET }
+        Locality {
+            core: Core::new(name, Instant::now()),
+            waker_token: None,
+            budget: DEFAULT_BUDGET,
+        }
     }
 
     /// The locality's name.
@@ -315,10 +339,12 @@ impl Locality {
     /// locality is registered already; [`ErrorCode::Io`] from mio.
     pub fn register(&mut self, registry: &mio::Registry, token: mio::Token) -> Result<()> {
         if token.0 >= RESERVED_TOKENS {
-            return Err(Error::new(ErrorCode::TokenClash).with_context(format!("token {} is reserved", token.0)));
+            return Err(Error::new(ErrorCode::TokenClash)
+                .with_context(format!("token {} is reserved", token.0)));
         }
         if self.waker_token.is_some() || self.core.shared.has_waker() {
-            return Err(Error::new(ErrorCode::AlreadyRegisteredOnPoll).with_context(self.name().to_string()));
+            return Err(Error::new(ErrorCode::AlreadyRegisteredOnPoll)
+                .with_context(self.name().to_string()));
         }
         let waker = mio::Waker::new(registry, token)?;
         self.core.shared.set_waker(waker);
@@ -354,7 +380,9 @@ impl Locality {
             core.drain_mail();
             done += core.fire_due_timers();
             let Some((deliver, slot)) = core.queue.pop() else {
-                if core.shared.has_mail() || core.timers.next_deadline().is_some_and(|d| d <= core.now) {
+                if core.shared.has_mail()
+                    || core.timers.next_deadline().is_some_and(|d| d <= core.now)
+                {
                     continue;
                 }
                 break;
@@ -362,7 +390,9 @@ impl Locality {
             deliver(core, slot);
             done += 1;
             while done < self.budget {
-                let Some((deliver, slot)) = core.queue.pop() else { break };
+                let Some((deliver, slot)) = core.queue.pop() else {
+                    break;
+                };
                 deliver(core, slot);
                 done += 1;
             }
@@ -403,7 +433,8 @@ impl Locality {
         if self.has_pending() {
             return Some(Duration::ZERO);
         }
-        self.next_deadline().map(|d| d.saturating_duration_since(now))
+        self.next_deadline()
+            .map(|d| d.saturating_duration_since(now))
     }
 
     /// The locality's clock: the latest `now` given to `dispatch`.
@@ -426,7 +457,8 @@ impl Locality {
     /// supervisor with [`Builder::supervisor`] to give it children.
     pub fn spawn_root<A: Actor>(&mut self, actor: A) -> Builder<'_, A> {
         if self.is_finished() {
-            let error = Error::new(ErrorCode::LocalityFinished).with_context(self.name().to_string());
+            let error =
+                Error::new(ErrorCode::LocalityFinished).with_context(self.name().to_string());
             return Builder::with_parent(&mut self.core, Parent::Invalid(error), actor);
         }
         Builder::new(&mut self.core, None, actor)
@@ -436,9 +468,9 @@ impl Locality {
     pub fn spawn<A: Actor>(&mut self, supervisor: &Address, actor: A) -> Builder<'_, A> {
         let parent = match self.local_actor(supervisor) {
             Ok(key) => Parent::Local(key),
-            Err(e) if e.code() == ErrorCode::StaleAddress => {
-                Parent::Invalid(Error::new(ErrorCode::SupervisorShuttingDown).with_context(supervisor.to_string()))
-            }
+            Err(e) if e.code() == ErrorCode::StaleAddress => Parent::Invalid(
+                Error::new(ErrorCode::SupervisorShuttingDown).with_context(supervisor.to_string()),
+            ),
             Err(e) => Parent::Invalid(e),
         };
         Builder::with_parent(&mut self.core, parent, actor)
@@ -448,15 +480,24 @@ impl Locality {
         if address.locality_id() != self.core.id() {
             return Err(Error::new(ErrorCode::ForeignAddress).with_context(address.to_string()));
         }
-        self.core.addresses.get(address.key()).map(|slot| slot.owner).ok_or_else(|| address.stale_error())
+        self.core
+            .addresses
+            .get(address.key())
+            .map(|slot| slot.owner)
+            .ok_or_else(|| address.stale_error())
     }
 
     /// Sends a message from outside any actor (from the loop's own code).
     ///
     /// Errors: the message is handed back if the locality has finished.
-    pub fn send<M: Send + 'static>(&mut self, to: &Address, message: M) -> Result<(), SendError<M>> {
+    pub fn send<M: Send + 'static>(
+        &mut self,
+        to: &Address,
+        message: M,
+    ) -> Result<(), SendError<M>> {
         if self.is_finished() {
-            let error = Error::new(ErrorCode::LocalityFinished).with_context(self.name().to_string());
+            let error =
+                Error::new(ErrorCode::LocalityFinished).with_context(self.name().to_string());
             return Err(SendError { message, error });
         }
         self.core.send(to, Key::NONE, message);
@@ -492,6 +533,7 @@ impl Locality {
             addresses: c.addresses.len(),
             subscriptions: c.subscriptions.len(),
             timers: c.timers.len(),
+            requests: c.requests.len(),
             queued: c.queue.len(),
             ..c.stats
         }

@@ -36,7 +36,10 @@ impl LocalityShared {
         LocalityShared {
             id,
             name: name.unwrap_or_else(|| format!("L{id}")),
-            inbox: Mutex::new(Inbox { closed: false, items: Vec::new() }),
+            inbox: Mutex::new(Inbox {
+                closed: false,
+                items: Vec::new(),
+            }),
             waker: OnceLock::new(),
             wake_pending: AtomicBool::new(false),
         }
@@ -48,13 +51,21 @@ impl LocalityShared {
     }
 
     /// Posts a user message from any thread; hands it back if the locality has finished.
-    pub(crate) fn post_user<M: Send + 'static>(&self, dest: Key, message: M) -> Result<(), SendError<M>> {
+    pub(crate) fn post_user<M: Send + 'static>(
+        &self,
+        dest: Key,
+        message: M,
+    ) -> Result<(), SendError<M>> {
         let mut inbox = self.lock();
         if inbox.closed {
             let error = Error::new(ErrorCode::LocalityFinished).with_context(self.name.clone());
             return Err(SendError { message, error });
         }
-        inbox.items.push(Box::new(UserEnvelope { dest, sender: Key::NONE, message }));
+        inbox.items.push(Box::new(UserEnvelope {
+            dest,
+            sender: Key::NONE,
+            message,
+        }));
         drop(inbox);
         self.wake();
         Ok(())
@@ -74,12 +85,11 @@ impl LocalityShared {
 
     /// Wakes the loop unless a wake is already pending.
     fn wake(&self) {
-        if !self.wake_pending.swap(true, Ordering::AcqRel) {
-            if let Some(waker) = self.waker.get() {
-                if let Err(e) = waker.wake() {
-                    tracing::warn!(locality = %self.name, error = %e, "waking the locality failed");
-                }
-            }
+        if !self.wake_pending.swap(true, Ordering::AcqRel)
+            && let Some(waker) = self.waker.get()
+            && let Err(e) = waker.wake()
+        {
+            tracing::warn!(locality = %self.name, error = %e, "waking the locality failed");
         }
     }
 
