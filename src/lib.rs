@@ -115,6 +115,11 @@ pub use supervisor::{InitFailurePolicy, Supervisor, SupervisorConfig};
 pub use system::{SYSTEM_WAKER, System};
 pub use timer::TimerId;
 
+/// README.md's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 /// Re-export of the mio version commutator uses, so your loop shares it.
 pub use mio;
 

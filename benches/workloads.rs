@@ -1,0 +1,342 @@
+//! The benchmark workloads of `../shared/bench-peers`, on commutator, on a
+//! `System`'s own mio loop (the same deployment as the stakker_mio peer).
+//!
+//! `cargo bench` runs them all; `cargo bench --bench workloads -- w3` runs one.
+//! Each prints `commutator <workload> <count> <seconds> <rate_per_sec>`; the
+//! `alloc` lines give allocations per message in the timed part (a counting
+//! global allocator) and bytes per idle actor.
+
+use commutator::prelude::*;
+use std::alloc::{GlobalAlloc, Layout, System as SystemAlloc};
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+const N_PINGPONG: u64 = 10_000_000;
+const N_PUBSUB: u64 = 1_000_000;
+const N_SUBS: usize = 8;
+const PUB_BATCH: u64 = 1_000;
+const N_REQRESP: u64 = 1_000_000;
+const N_SPAWN: usize = 100_000;
+const N_IDLE: usize = 1_000_000;
+
+// ---------------- a counting allocator ----------------
+
+struct Counting;
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Relaxed);
+        LIVE_BYTES.fetch_add(layout.size() as isize, Relaxed);
+        unsafe { SystemAlloc.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE_BYTES.fetch_sub(layout.size() as isize, Relaxed);
+        unsafe { SystemAlloc.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Relaxed);
+        LIVE_BYTES.fetch_add(new_size as isize - layout.size() as isize, Relaxed);
+        unsafe { SystemAlloc.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+// ---------------- harness ----------------
+
+thread_local! {
+    /// When the workload's last message was handled (before the shutdown).
+    static DONE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Marks the end of the timed part and shuts the tree down.
+fn done<A: Actor>(ctx: &mut Context<'_, A>) {
+    DONE.with(|d| d.set(Some(Instant::now())));
+    ctx.shutdown_supervisor();
+}
+
+fn report(workload: &str, count: u64, secs: f64) {
+    println!("commutator {workload} {count} {secs:.6} {:.0}", count as f64 / secs);
+}
+
+/// Brings the tree up, sends the kick, times `run()` and the allocations in it.
+fn timed<M: Send + 'static>(workload: &str, count: u64, mut system: System, to: &Address, kick: M) {
+    system.locality().run_until_idle(Instant::now());
+    DONE.with(|d| d.set(None));
+    let allocations = ALLOCATIONS.load(Relaxed);
+    let t0 = Instant::now();
+    system.send(to, kick).map_err(|e| e.error).expect("kick");
+    system.run().expect("run");
+    // w4 times its whole run (spawn, start, shutdown); the others stop at `done`.
+    let end = DONE.with(Cell::get).unwrap_or_else(Instant::now);
+    let whole = (ALLOCATIONS.load(Relaxed) - allocations) as f64 / count as f64;
+    report(workload, count, end.duration_since(t0).as_secs_f64());
+    eprintln!("alloc {workload}: {whole:.4} allocations per message (whole run, shutdown included)");
+}
+
+fn new_system(root: impl Actor) -> (System, Address) {
+    let mut system = System::new().expect("system");
+    let root = system.spawn_root(root).supervisor(SupervisorConfig::default()).finish().expect("root");
+    (system, root)
+}
+
+/// Starts a workload; carries the partner's address where one is needed.
+struct Go(Option<Address>);
+
+// ---------------- w1: two actors, strictly alternating ----------------
+
+struct Ping(u64);
+
+#[derive(Default)]
+struct Player {
+    other: Option<Address>,
+}
+
+impl Actor for Player {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(Self::on_ping);
+        ctx.subscribe(Self::on_go);
+    }
+}
+
+impl Player {
+    fn on_go(&mut self, go: &Go, ctx: &mut Context<'_, Self>) {
+        self.other = go.0.clone();
+        if let Some(other) = &self.other {
+            ctx.send(other, Ping(N_PINGPONG));
+        }
+    }
+
+    fn on_ping(&mut self, ping: &Ping, ctx: &mut Context<'_, Self>) {
+        match &self.other {
+            Some(other) if ping.0 > 1 => ctx.send(other, Ping(ping.0 - 1)),
+            _ => done(ctx),
+        }
+    }
+}
+
+fn pingpong(workload: &str, idle: usize) {
+    let (mut system, root) = new_system(Supervisor);
+    let live = LIVE_BYTES.load(Relaxed);
+    for _ in 0..idle {
+        system.spawn(&root, Idle).finish().expect("idle");
+    }
+    system.locality().run_until_idle(Instant::now());
+    if idle > 0 {
+        let per_actor = (LIVE_BYTES.load(Relaxed) - live) as f64 / idle as f64;
+        eprintln!("alloc {workload}: {idle} idle actors with a subscription each, {per_actor:.0} bytes per idle actor");
+    }
+    let a = system.spawn(&root, Player::default()).finish().expect("a");
+    let b = system.spawn(&root, Player { other: Some(a.clone()) }).finish().expect("b");
+    timed(workload, N_PINGPONG, system, &a, Go(Some(b)));
+}
+
+/// An idle actor with one subscription, for w6 and the bytes-per-actor figure.
+struct Idle;
+
+struct Never;
+
+impl Actor for Idle {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|_: &mut Self, _: &Never, _: &mut Context<'_, Self>| {});
+    }
+}
+
+// ---------------- w2: one publisher, 8 subscribers on its address ----------------
+
+struct Item(u64);
+struct Tick;
+
+struct Publisher {
+    me: Option<Address>,
+    sent: u64,
+}
+
+impl Actor for Publisher {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.me = Some(ctx.address().clone());
+        ctx.subscribe(Self::on_go);
+        ctx.subscribe(Self::on_tick);
+    }
+}
+
+impl Publisher {
+    fn on_go(&mut self, _: &Go, ctx: &mut Context<'_, Self>) {
+        self.on_tick(&Tick, ctx);
+    }
+
+    fn on_tick(&mut self, _: &Tick, ctx: &mut Context<'_, Self>) {
+        let Some(me) = self.me.clone() else { return };
+        let end = (self.sent + PUB_BATCH).min(N_PUBSUB);
+        while self.sent < end {
+            ctx.send(&me, Item(self.sent));
+            self.sent += 1;
+        }
+        if self.sent < N_PUBSUB {
+            ctx.send(&me, Tick);
+        }
+    }
+}
+
+struct Reader {
+    publisher: Address,
+    got: u64,
+    total: Rc<Cell<u64>>,
+}
+
+impl Actor for Reader {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let publisher = self.publisher.clone();
+        if let Err(e) = ctx.subscribe_on(&publisher, Self::on_item) {
+            ctx.fail(e);
+        }
+    }
+}
+
+impl Reader {
+    fn on_item(&mut self, item: &Item, ctx: &mut Context<'_, Self>) {
+        self.got = self.got.wrapping_add(item.0 | 1);
+        let total = self.total.get() + 1;
+        self.total.set(total);
+        if total == N_PUBSUB * N_SUBS as u64 {
+            done(ctx);
+        }
+    }
+}
+
+fn w2() {
+    let (mut system, root) = new_system(Supervisor);
+    let publisher = system.spawn(&root, Publisher { me: None, sent: 0 }).finish().expect("publisher");
+    let total = Rc::new(Cell::new(0));
+    for _ in 0..N_SUBS {
+        let reader = Reader { publisher: publisher.clone(), got: 0, total: total.clone() };
+        system.spawn(&root, reader).finish().expect("reader");
+    }
+    timed("w2_fanout", N_PUBSUB * N_SUBS as u64, system, &publisher, Go(None));
+}
+
+// ---------------- w3: request/response, a timeout armed per request ----------------
+
+struct Add(u64);
+
+impl Request for Add {
+    type Response = u64;
+}
+
+struct Server;
+
+impl Actor for Server {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|_: &mut Self, q: &RequestMsg<Add>, ctx: &mut Context<'_, Self>| ctx.reply(q, q.payload().0 + 1));
+    }
+}
+
+struct Client {
+    server: Address,
+    i: u64,
+}
+
+impl Actor for Client {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(Self::on_go);
+        ctx.subscribe(Self::on_reply);
+    }
+}
+
+impl Client {
+    fn next(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.request(&self.server, Add(self.i), Duration::from_secs(5));
+    }
+
+    fn on_go(&mut self, _: &Go, ctx: &mut Context<'_, Self>) {
+        self.next(ctx);
+    }
+
+    fn on_reply(&mut self, r: &Response<Add>, ctx: &mut Context<'_, Self>) {
+        assert_eq!(r.result().ok(), Some(&(self.i + 1)), "request {} failed", self.i);
+        self.i += 1;
+        if self.i < N_REQRESP {
+            self.next(ctx);
+        } else {
+            done(ctx);
+        }
+    }
+}
+
+fn w3() {
+    let (mut system, root) = new_system(Supervisor);
+    let server = system.spawn(&root, Server).finish().expect("server");
+    let client = system.spawn(&root, Client { server, i: 0 }).finish().expect("client");
+    timed("w3_reqresp", N_REQRESP, system, &client, Go(None));
+}
+
+// ---------------- w4: spawn 100,000 actors through the lifecycle, then shut down ----------------
+
+struct Spawner {
+    started: Rc<Cell<usize>>,
+}
+
+impl Actor for Spawner {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(Self::on_go);
+    }
+}
+
+impl Spawner {
+    fn on_go(&mut self, _: &Go, ctx: &mut Context<'_, Self>) {
+        for _ in 0..N_SPAWN {
+            let tiny = Tiny { started: self.started.clone() };
+            if let Err(e) = ctx.spawn(tiny).finish() {
+                ctx.fail(e);
+                return;
+            }
+        }
+    }
+}
+
+struct Tiny {
+    started: Rc<Cell<usize>>,
+}
+
+impl Actor for Tiny {
+    fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.started.set(self.started.get() + 1);
+        if self.started.get() == N_SPAWN {
+            // the spawner is the root: everything goes, and the shutdown is timed too
+            ctx.shutdown_supervisor();
+        }
+    }
+}
+
+fn w4() {
+    let started = Rc::new(Cell::new(0));
+    let (system, root) = new_system(Spawner { started: started.clone() });
+    DONE.with(|d| d.set(None));
+    timed("w4_spawn", N_SPAWN as u64, system, &root, Go(None));
+    assert_eq!(started.get(), N_SPAWN);
+}
+
+fn main() {
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let run = |name: &str| filter.is_empty() || filter.iter().any(|f| name.starts_with(f.as_str()));
+    if run("w1_pingpong") {
+        pingpong("w1_pingpong", 0);
+    }
+    if run("w2_fanout") {
+        w2();
+    }
+    if run("w3_reqresp") {
+        w3();
+    }
+    if run("w4_spawn") {
+        w4();
+    }
+    if run("w6_scale") {
+        pingpong("w6_scale", N_IDLE);
+    }
+}
