@@ -61,7 +61,10 @@ fn done<A: Actor>(ctx: &mut Context<'_, A>) {
 }
 
 fn report(workload: &str, count: u64, secs: f64) {
-    println!("commutator {workload} {count} {secs:.6} {:.0}", count as f64 / secs);
+    println!(
+        "commutator {workload} {count} {secs:.6} {:.0}",
+        count as f64 / secs
+    );
 }
 
 /// Brings the tree up, sends the kick, times `run()` and the allocations in it.
@@ -76,12 +79,18 @@ fn timed<M: Send + 'static>(workload: &str, count: u64, mut system: System, to: 
     let end = DONE.with(Cell::get).unwrap_or_else(Instant::now);
     let whole = (ALLOCATIONS.load(Relaxed) - allocations) as f64 / count as f64;
     report(workload, count, end.duration_since(t0).as_secs_f64());
-    eprintln!("alloc {workload}: {whole:.4} allocations per message (whole run, shutdown included)");
+    eprintln!(
+        "alloc {workload}: {whole:.4} allocations per message (whole run, shutdown included)"
+    );
 }
 
 fn new_system(root: impl Actor) -> (System, Address) {
     let mut system = System::new().expect("system");
-    let root = system.spawn_root(root).supervisor(SupervisorConfig::default()).finish().expect("root");
+    let root = system
+        .spawn_root(root)
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .expect("root");
     (system, root)
 }
 
@@ -129,10 +138,20 @@ fn pingpong(workload: &str, idle: usize) {
     system.locality().run_until_idle(Instant::now());
     if idle > 0 {
         let per_actor = (LIVE_BYTES.load(Relaxed) - live) as f64 / idle as f64;
-        eprintln!("alloc {workload}: {idle} idle actors with a subscription each, {per_actor:.0} bytes per idle actor");
+        eprintln!(
+            "alloc {workload}: {idle} idle actors with a subscription each, {per_actor:.0} bytes per idle actor"
+        );
     }
     let a = system.spawn(&root, Player::default()).finish().expect("a");
-    let b = system.spawn(&root, Player { other: Some(a.clone()) }).finish().expect("b");
+    let b = system
+        .spawn(
+            &root,
+            Player {
+                other: Some(a.clone()),
+            },
+        )
+        .finish()
+        .expect("b");
     timed(workload, N_PINGPONG, system, &a, Go(Some(b)));
 }
 
@@ -211,13 +230,26 @@ impl Reader {
 
 fn w2() {
     let (mut system, root) = new_system(Supervisor);
-    let publisher = system.spawn(&root, Publisher { me: None, sent: 0 }).finish().expect("publisher");
+    let publisher = system
+        .spawn(&root, Publisher { me: None, sent: 0 })
+        .finish()
+        .expect("publisher");
     let total = Rc::new(Cell::new(0));
     for _ in 0..N_SUBS {
-        let reader = Reader { publisher: publisher.clone(), got: 0, total: total.clone() };
+        let reader = Reader {
+            publisher: publisher.clone(),
+            got: 0,
+            total: total.clone(),
+        };
         system.spawn(&root, reader).finish().expect("reader");
     }
-    timed("w2_fanout", N_PUBSUB * N_SUBS as u64, system, &publisher, Go(None));
+    timed(
+        "w2_fanout",
+        N_PUBSUB * N_SUBS as u64,
+        system,
+        &publisher,
+        Go(None),
+    );
 }
 
 // ---------------- w3: request/response, a timeout armed per request ----------------
@@ -232,7 +264,11 @@ struct Server;
 
 impl Actor for Server {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|_: &mut Self, q: &RequestMsg<Add>, ctx: &mut Context<'_, Self>| ctx.reply(q, q.payload().0 + 1));
+        ctx.subscribe(
+            |_: &mut Self, q: &RequestMsg<Add>, ctx: &mut Context<'_, Self>| {
+                ctx.reply(q, q.payload().0 + 1)
+            },
+        );
     }
 }
 
@@ -258,7 +294,12 @@ impl Client {
     }
 
     fn on_reply(&mut self, r: &Response<Add>, ctx: &mut Context<'_, Self>) {
-        assert_eq!(r.result().ok(), Some(&(self.i + 1)), "request {} failed", self.i);
+        assert_eq!(
+            r.result().ok(),
+            Some(&(self.i + 1)),
+            "request {} failed",
+            self.i
+        );
         self.i += 1;
         if self.i < N_REQRESP {
             self.next(ctx);
@@ -271,7 +312,10 @@ impl Client {
 fn w3() {
     let (mut system, root) = new_system(Supervisor);
     let server = system.spawn(&root, Server).finish().expect("server");
-    let client = system.spawn(&root, Client { server, i: 0 }).finish().expect("client");
+    let client = system
+        .spawn(&root, Client { server, i: 0 })
+        .finish()
+        .expect("client");
     timed("w3_reqresp", N_REQRESP, system, &client, Go(None));
 }
 
@@ -290,7 +334,9 @@ impl Actor for Spawner {
 impl Spawner {
     fn on_go(&mut self, _: &Go, ctx: &mut Context<'_, Self>) {
         for _ in 0..N_SPAWN {
-            let tiny = Tiny { started: self.started.clone() };
+            let tiny = Tiny {
+                started: self.started.clone(),
+            };
             if let Err(e) = ctx.spawn(tiny).finish() {
                 ctx.fail(e);
                 return;
@@ -315,14 +361,19 @@ impl Actor for Tiny {
 
 fn w4() {
     let started = Rc::new(Cell::new(0));
-    let (system, root) = new_system(Spawner { started: started.clone() });
+    let (system, root) = new_system(Spawner {
+        started: started.clone(),
+    });
     DONE.with(|d| d.set(None));
     timed("w4_spawn", N_SPAWN as u64, system, &root, Go(None));
     assert_eq!(started.get(), N_SPAWN);
 }
 
 fn main() {
-    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let run = |name: &str| filter.is_empty() || filter.iter().any(|f| name.starts_with(f.as_str()));
     if run("w1_pingpong") {
         pingpong("w1_pingpong", 0);

@@ -1,7 +1,7 @@
 //! The actor lifecycle, driven by framework messages through the queue:
 //! NEW → INITIALIZING → INITIALIZED → OPERATIONAL → SHUTTING_DOWN → SHUT_DOWN.
 //!
-//! A supervisor sends `Init` to a new child; the child initializes when every
+//! Spawning queues `Init` for the new actor; it initializes when every
 //! vote is ready and confirms to its supervisor; the supervisor confirms its own
 //! init only when all its children have, then `Start`s them. Shutdown runs the
 //! other way: a supervisor asks its children to shut down and finishes when the
