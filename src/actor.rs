@@ -5,6 +5,7 @@ use crate::arena::Key;
 use crate::context::Context;
 use crate::error::Error;
 use crate::locality::Core;
+use crate::plugin::{Plugin, PluginState, Vote};
 use crate::supervisor::SupervisorState;
 use smallvec::SmallVec;
 use std::any::Any;
@@ -115,25 +116,93 @@ pub(crate) enum Hook {
     ShutdownFinish,
 }
 
+/// Which votes to count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Init,
+    Shutdown,
+}
+
+/// An actor with its user plugins, and the names the builder asked it to register.
+pub(crate) struct ActorBox<A: Actor> {
+    pub(crate) actor: A,
+    pub(crate) plugins: Vec<Box<dyn Plugin<A>>>,
+    /// Init: plugins before it voted ready. Shutdown: plugins from it on voted ready.
+    cursor: usize,
+    pub(crate) register_as: Vec<Cow<'static, str>>,
+}
+
+impl<A: Actor> ActorBox<A> {
+    pub(crate) fn new(actor: A) -> Self {
+        ActorBox {
+            actor,
+            plugins: Vec::new(),
+            cursor: 0,
+            register_as: Vec::new(),
+        }
+    }
+}
+
 /// An actor with its type erased.
 pub(crate) trait ActorObject: Any {
     fn as_any_mut(&mut self) -> &mut dyn Any;
     fn hook(&mut self, hook: Hook, core: &mut Core, me: Key);
+    /// The user plugins' vote.
+    fn vote(&mut self, phase: Phase, core: &mut Core, me: Key) -> Vote;
 }
 
-impl<A: Actor> ActorObject for A {
+impl<A: Actor> ActorObject for ActorBox<A> {
     fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
+
     fn hook(&mut self, hook: Hook, core: &mut Core, me: Key) {
         let ctx = &mut Context::new(core, me);
+        let actor = &mut self.actor;
         match hook {
-            Hook::InitStart => self.init_start(ctx),
-            Hook::InitFinish => self.init_finish(ctx),
-            Hook::OnStart => self.on_start(ctx),
-            Hook::ShutdownStart => self.shutdown_start(ctx),
-            Hook::ShutdownFinish => self.shutdown_finish(ctx),
+            Hook::InitStart => {
+                for name in std::mem::take(&mut self.register_as) {
+                    crate::plugin::registry::register(ctx, name);
+                }
+                for plugin in &mut self.plugins {
+                    plugin.init_start(actor, ctx);
+                }
+                actor.init_start(ctx);
+            }
+            Hook::InitFinish => actor.init_finish(ctx),
+            Hook::OnStart => actor.on_start(ctx),
+            Hook::ShutdownStart => {
+                actor.shutdown_start(ctx);
+                for plugin in self.plugins.iter_mut().rev() {
+                    plugin.shutdown_start(actor, ctx);
+                }
+                self.cursor = self.plugins.len();
+            }
+            Hook::ShutdownFinish => actor.shutdown_finish(ctx),
         }
+    }
+
+    fn vote(&mut self, phase: Phase, core: &mut Core, me: Key) -> Vote {
+        let ctx = &mut Context::new(core, me);
+        match phase {
+            Phase::Init => {
+                while let Some(plugin) = self.plugins.get_mut(self.cursor) {
+                    match plugin.init_vote(&mut self.actor, ctx) {
+                        Vote::Ready => self.cursor += 1,
+                        other => return other,
+                    }
+                }
+            }
+            Phase::Shutdown => {
+                while self.cursor > 0 {
+                    match self.plugins[self.cursor - 1].shutdown_vote(&mut self.actor, ctx) {
+                        Vote::Ready => self.cursor -= 1,
+                        other => return other,
+                    }
+                }
+            }
+        }
+        Vote::Ready
     }
 }
 
@@ -164,6 +233,17 @@ pub(crate) struct ActorCell {
     pub(crate) init_failure: Option<Error>,
     /// The pending init or shutdown timeout.
     pub(crate) lifecycle_timer: Option<Key>,
+    /// The registry this actor uses (inherited from its supervisor).
+    pub(crate) registry: Option<Address>,
+    /// State of the built-in plugins, made on first use.
+    pub(crate) plugins: Option<Box<PluginState>>,
+}
+
+impl ActorCell {
+    /// The built-in plugins' state, made on first use.
+    pub(crate) fn plugins(&mut self) -> &mut PluginState {
+        self.plugins.get_or_insert_with(Box::default)
+    }
 }
 
 /// Calls `run` with the actor of type `A` at `me` and a context for it.
@@ -174,26 +254,31 @@ pub(crate) fn with_actor<A: Actor>(
     me: Key,
     run: impl FnOnce(&mut A, &mut Context<'_, A>),
 ) {
-    let Some(mut object) = core.actors.get_mut(me).and_then(|c| c.actor.take()) else {
-        return;
-    };
-    if let Some(actor) = object.as_any_mut().downcast_mut::<A>() {
-        run(actor, &mut Context::new(core, me));
-    }
+    with_object(core, me, |object, core| {
+        if let Some(b) = object.as_any_mut().downcast_mut::<ActorBox<A>>() {
+            run(&mut b.actor, &mut Context::new(core, me));
+        }
+    });
+}
+
+/// Takes the erased actor at `me` out of its cell, runs `f`, puts it back.
+/// `None` if the actor is gone or already out (a handler never re-enters).
+pub(crate) fn with_object<R>(
+    core: &mut Core,
+    me: Key,
+    f: impl FnOnce(&mut dyn ActorObject, &mut Core) -> R,
+) -> Option<R> {
+    let mut object = core.actors.get_mut(me).and_then(|c| c.actor.take())?;
+    let result = f(object.as_mut(), core);
     if let Some(cell) = core.actors.get_mut(me) {
         cell.actor = Some(object);
     }
+    Some(result)
 }
 
 /// Calls a lifecycle hook of the actor at `me`.
 pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
-    let Some(mut object) = core.actors.get_mut(me).and_then(|c| c.actor.take()) else {
-        return;
-    };
-    object.hook(hook, core, me);
-    if let Some(cell) = core.actors.get_mut(me) {
-        cell.actor = Some(object);
-    }
+    with_object(core, me, |object, core| object.hook(hook, core, me));
 }
 
 /// The default name of an actor type: its type name without the module path.

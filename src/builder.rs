@@ -1,11 +1,13 @@
 //! [`Builder`]: spawning an actor in code.
 
-use crate::actor::{Actor, ActorCell, ActorConfig, ActorState, ParentLink, default_name};
+use crate::actor::{Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink, default_name};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lifecycle;
 use crate::locality::Core;
+use crate::plugin::Plugin;
+use crate::registry::Registry;
 use crate::supervisor::{ChildRecord, ChildState, SupervisorConfig, SupervisorState};
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -27,10 +29,11 @@ pub(crate) enum Parent {
 pub struct Builder<'a, A: Actor> {
     core: &'a mut Core,
     parent: Parent,
-    actor: A,
+    actor: ActorBox<A>,
     name: Option<Cow<'static, str>>,
     config: ActorConfig,
     supervisor: Option<SupervisorConfig>,
+    registry: Option<Address>,
 }
 
 impl<A: Actor> fmt::Debug for Builder<'_, A> {
@@ -52,10 +55,11 @@ impl<'a, A: Actor> Builder<'a, A> {
         Builder {
             core,
             parent,
-            actor,
+            actor: ActorBox::new(actor),
             name: None,
             config: ActorConfig::default(),
             supervisor: None,
+            registry: None,
         }
     }
 
@@ -84,6 +88,26 @@ impl<'a, A: Actor> Builder<'a, A> {
         self
     }
 
+    /// Adds a user plugin: it votes on init after the built-in plugins, in the
+    /// order added, and on shutdown in reverse order.
+    pub fn plugin(mut self, plugin: impl Plugin<A>) -> Self {
+        self.actor.plugins.push(Box::new(plugin));
+        self
+    }
+
+    /// Registers the actor's main address under `name` in its registry while it
+    /// initializes; init fails with `AlreadyRegistered` if the name is taken.
+    pub fn register_as(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.actor.register_as.push(name.into());
+        self
+    }
+
+    /// Uses the registry at `registry` (default: the supervisor's).
+    pub fn registry(mut self, registry: &Address) -> Self {
+        self.registry = Some(registry.clone());
+        self
+    }
+
     /// Spawns the actor and returns its main address. Its supervisor starts
     /// its lifecycle: it initializes in a later dispatch step.
     ///
@@ -98,6 +122,7 @@ impl<'a, A: Actor> Builder<'a, A> {
             name,
             config,
             supervisor,
+            registry,
         } = self;
         let parent = match parent {
             Parent::Invalid(error) => return Err(error),
@@ -105,6 +130,12 @@ impl<'a, A: Actor> Builder<'a, A> {
             Parent::Local(key) => Some(check_parent(core, key)?),
         };
         let name = name.unwrap_or_else(default_name::<A>);
+        let registry = registry.or_else(|| {
+            parent
+                .and_then(|p| core.actors.get(p))
+                .and_then(|p| p.registry.clone())
+        });
+        let with_registry = supervisor.as_ref().is_some_and(|s| s.registry);
         let seq = core.next_seq();
         let (address_key, address) = core.create_address_slot(name.clone(), seq, None);
         let cell = ActorCell {
@@ -122,6 +153,8 @@ impl<'a, A: Actor> Builder<'a, A> {
             reason: None,
             init_failure: None,
             lifecycle_timer: None,
+            registry,
+            plugins: None,
         };
         let me = core.actors.insert(cell);
         if let Some(slot) = core.addresses.get_mut(address_key) {
@@ -153,6 +186,14 @@ impl<'a, A: Actor> Builder<'a, A> {
         }
         tracing::debug!(actor = %address, "spawned");
         lifecycle::start_lifecycle(core, &address);
+        if with_registry {
+            let registry = Builder::new(core, Some(me), Registry::default())
+                .name("registry")
+                .finish()?;
+            if let Some(cell) = core.actors.get_mut(me) {
+                cell.registry = Some(registry);
+            }
+        }
         Ok(address)
     }
 }

@@ -238,6 +238,60 @@ impl<'a, A: Actor> Context<'a, A> {
         request::cancel(self.core, self.me, id)
     }
 
+    /// Links this actor (the client) to the actor at `server`, which will then
+    /// outlive it: when the server shuts down, it first asks this actor to
+    /// unlink (to shut down, with reason `UnlinkRequested`) and waits for it.
+    ///
+    /// During init, init waits for the server's confirmation; a refused or
+    /// failed link fails init (`LinkFailed`). Afterwards, it shuts the actor down.
+    pub fn link(&mut self, server: &Address) {
+        crate::plugin::link::request(self.core, self.me, server);
+    }
+
+    /// Registers this actor's main address under `name` in its registry (see
+    /// [`SupervisorConfig::with_registry`](crate::SupervisorConfig::with_registry)).
+    /// Init waits for the answer and fails with `AlreadyRegistered` if the
+    /// name is taken. The name is deregistered when the actor shuts down.
+    pub fn register_name(&mut self, name: impl Into<Cow<'static, str>>) {
+        crate::plugin::registry::register(self, name.into());
+    }
+
+    /// Starts discovering the address registered under `name`; finish with
+    /// [`Discovery::then`]. Init waits for the answer and fails with
+    /// `UnknownService` if there is none (unless told to [`wait`](Discovery::wait)).
+    pub fn discover(&mut self, name: impl Into<String>) -> Discovery<'_, 'a, A> {
+        Discovery {
+            ctx: self,
+            name: name.into(),
+            wait: false,
+            link: false,
+        }
+    }
+
+    /// Counts one more external resource of `kind` held by this actor: init
+    /// does not finish, nor shutdown, while any resource is held.
+    pub fn acquire_resource(&mut self, kind: u32) {
+        crate::plugin::resources::acquire(self.core, self.me, kind);
+    }
+
+    /// Releases one resource of `kind`; the lifecycle continues when none is held.
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`] if none of `kind` is held.
+    pub fn release_resource(&mut self, kind: u32) -> Result<()> {
+        crate::plugin::resources::release(self.core, self.me, kind)
+    }
+
+    /// How many resources of `kind` this actor holds.
+    pub fn resources_held(&self, kind: u32) -> u32 {
+        crate::plugin::resources::held(self.cell().plugins.as_deref(), kind)
+    }
+
+    /// Lets the plugins vote again: call it when something a
+    /// [`Plugin`](crate::Plugin) waits for has changed.
+    pub fn continue_lifecycle(&mut self) {
+        lifecycle::to_self(self.core, self.me, SystemMsg::Poll);
+    }
+
     /// Starts building a child actor; this actor must be a supervisor.
     pub fn spawn<B: Actor>(&mut self, actor: B) -> Builder<'_, B> {
         Builder::new(self.core, Some(self.me), actor)
@@ -259,13 +313,15 @@ impl<'a, A: Actor> Context<'a, A> {
     pub fn shutdown_supervisor(&mut self) {
         let parent = self.cell().parent.as_ref().map(|p| p.address.clone());
         match parent {
-            Some(parent) => self.core.send_system(
-                &parent,
-                SystemMsg::ShutdownTrigger {
-                    child: None,
-                    reason: Error::normal(),
-                },
-            ),
+            Some(parent) => {
+                self.core.send_system(
+                    &parent,
+                    SystemMsg::ShutdownTrigger {
+                        child: None,
+                        reason: Error::normal(),
+                    },
+                );
+            }
             None => lifecycle::request_own_shutdown(self.core, self.me, Error::normal()),
         }
     }
@@ -273,5 +329,46 @@ impl<'a, A: Actor> Context<'a, A> {
     /// The supervisor's address, or `None` for a root.
     pub fn supervisor(&self) -> Option<&Address> {
         self.cell().parent.as_ref().map(|p| &p.address)
+    }
+}
+
+/// A discovery in the making: [`Context::discover`], options, then [`then`](Discovery::then).
+#[must_use = "the discovery starts only with `then(...)`"]
+pub struct Discovery<'c, 'a, A: Actor> {
+    ctx: &'c mut Context<'a, A>,
+    name: String,
+    wait: bool,
+    link: bool,
+}
+
+impl<A: Actor> fmt::Debug for Discovery<'_, '_, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Discovery")
+            .field("name", &self.name)
+            .field("wait", &self.wait)
+            .field("link", &self.link)
+            .finish()
+    }
+}
+
+impl<A: Actor> Discovery<'_, '_, A> {
+    /// Waits until the name is registered instead of failing (a "promise").
+    pub fn wait(mut self) -> Self {
+        self.wait = true;
+        self
+    }
+
+    /// Links to the discovered address right away (see [`Context::link`]).
+    pub fn link(mut self) -> Self {
+        self.link = true;
+        self
+    }
+
+    /// Sends the discovery; `found` gets the address when it comes.
+    pub fn then<F>(self, found: F)
+    where
+        F: FnOnce(&mut A, &Address, &mut Context<'_, A>) + 'static,
+    {
+        crate::plugin::registry::discover(self.ctx, self.name, self.wait, self.link, found);
     }
 }

@@ -15,6 +15,7 @@ use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
 use crate::locality::shared::Remote;
 use crate::message::Deliver;
+use crate::plugin::{self, Vote, link};
 use crate::supervisor;
 use crate::timer::TimerAction;
 
@@ -42,6 +43,18 @@ pub(crate) enum SystemMsg {
     },
     /// An actor to itself: something changed, count the votes again.
     Poll,
+    /// Client → server: link me.
+    LinkRequest { client: Address, server: Address },
+    /// Server → client: the link is made, or refused.
+    LinkResponse {
+        server: Address,
+        client: Address,
+        result: Result<(), Error>,
+    },
+    /// Server → client: I am shutting down, unlink.
+    UnlinkRequest { server: Address, client: Address },
+    /// Client → server: I have unlinked (shut down).
+    UnlinkNotify { client: Address },
 }
 
 impl SystemMsg {
@@ -54,6 +67,10 @@ impl SystemMsg {
             SystemMsg::ShutdownRequest { .. } => "ShutdownRequest",
             SystemMsg::ChildDown { .. } => "ChildDown",
             SystemMsg::Poll => "Poll",
+            SystemMsg::LinkRequest { .. } => "LinkRequest",
+            SystemMsg::LinkResponse { .. } => "LinkResponse",
+            SystemMsg::UnlinkRequest { .. } => "UnlinkRequest",
+            SystemMsg::UnlinkNotify { .. } => "UnlinkNotify",
         }
     }
 }
@@ -68,7 +85,7 @@ impl Deliver for SysEnvelope {
     fn deliver(self, core: &mut Core) {
         crate::inspect::system(core, self.dest, &self.msg);
         let Some(me) = core.addresses.get(self.dest).map(|slot| slot.owner) else {
-            return;
+            return link::undeliverable(core, self.msg);
         };
         match self.msg {
             SystemMsg::Init => on_init(core, me),
@@ -91,6 +108,12 @@ impl Deliver for SysEnvelope {
                 reason,
             } => supervisor::on_child_down(core, me, slot, child, reason),
             SystemMsg::Poll => poll(core, me),
+            SystemMsg::LinkRequest { client, server } => link::on_request(core, me, client, server),
+            SystemMsg::LinkResponse { server, result, .. } => {
+                link::on_response(core, me, server, result)
+            }
+            SystemMsg::UnlinkRequest { server, .. } => link::on_unlink_request(core, me, server),
+            SystemMsg::UnlinkNotify { client } => link::on_unlinked(core, me, &client),
         }
     }
 }
@@ -166,8 +189,10 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
     if let Some(error) = cell.init_failure.take() {
         return init_failed(core, me, error);
     }
-    if !supervisor::init_ready(cell) {
-        return;
+    match plugin::init_vote(core, me) {
+        Vote::Ready => {}
+        Vote::Pending => return,
+        Vote::Failed(error) => return init_failed(core, me, error),
     }
     disarm_lifecycle_timer(core, me);
     set_state(core, me, ActorState::Initialized);
@@ -296,19 +321,22 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
     if before >= ActorState::Initializing {
         call_hook(core, me, Hook::ShutdownStart);
     }
+    crate::plugin::registry::deregister_all(core, me);
     supervisor::shutdown_children(core, me);
+    link::unlink_clients(core, me);
     try_shutdown(core, me);
 }
 
 /// Counts the shutdown votes (in reverse plugin order); finishes when all are ready.
 pub(crate) fn try_shutdown(core: &mut Core, me: Key) {
-    let Some(cell) = core.actors.get(me) else {
-        return;
-    };
-    if cell.state != ActorState::ShuttingDown || !supervisor::shutdown_ready(cell) {
+    if state(core, me) != Some(ActorState::ShuttingDown) {
         return;
     }
-    finish_shutdown(core, me);
+    match plugin::shutdown_vote(core, me) {
+        Vote::Ready => finish_shutdown(core, me),
+        Vote::Pending => {}
+        Vote::Failed(error) => core.contract_violation(error),
+    }
 }
 
 fn finish_shutdown(core: &mut Core, me: Key) {
@@ -336,17 +364,22 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.remove(me) else {
         return;
     };
+    if let Some(plugins) = cell.plugins.as_deref() {
+        link::notify_servers(core, &cell.address, plugins);
+    }
     let reason = cell.reason.clone().unwrap_or_else(Error::normal);
     tracing::debug!(actor = %cell.address, %reason, "shut down");
     match &cell.parent {
-        Some(parent) => core.send_system(
-            &parent.address,
-            SystemMsg::ChildDown {
-                slot: parent.slot,
-                child: cell.address.key(),
-                reason,
-            },
-        ),
+        Some(parent) => {
+            core.send_system(
+                &parent.address,
+                SystemMsg::ChildDown {
+                    slot: parent.slot,
+                    child: cell.address.key(),
+                    reason,
+                },
+            );
+        }
         None => core.root_finished(reason),
     }
     drop(cell);

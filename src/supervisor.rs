@@ -36,9 +36,28 @@ pub enum InitFailurePolicy {
 pub struct SupervisorConfig {
     /// What to do when a child fails to initialize.
     pub init_failure: InitFailurePolicy,
+    /// Spawn a [`Registry`](crate::Registry) as the first child; descendants use it.
+    pub registry: bool,
+    /// Start children only when none is initializing (a synchronized start).
+    pub synchronize_start: bool,
 }
 
 impl SupervisorConfig {
+    /// Spawns a [`Registry`](crate::Registry) as the supervisor's first child,
+    /// used by the supervisor's descendants (unless they are given another).
+    pub fn with_registry(mut self) -> Self {
+        self.registry = true;
+        self
+    }
+
+    /// Holds initialized children until every child has initialized, then
+    /// starts them together (at first start this is always so; the setting
+    /// matters for children spawned later).
+    pub fn synchronize_start(mut self, synchronize: bool) -> Self {
+        self.synchronize_start = synchronize;
+        self
+    }
+
     /// Sets the policy for a child that fails to initialize.
     pub fn init_failure(mut self, policy: InitFailurePolicy) -> Self {
         self.init_failure = policy;
@@ -119,7 +138,9 @@ pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child:
     record.initializing = false;
     let address = record.address.clone();
     sup.initializing -= 1;
+    let synchronized = sup.config.synchronize_start;
     match my_state {
+        ActorState::Operational if synchronized => start_children(core, me),
         ActorState::Operational => {
             if let Some(record) = sup.child_mut(slot, child) {
                 record.state = ChildState::Started;
@@ -131,9 +152,13 @@ pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child:
     }
 }
 
-/// Starts every child that is initialized (the supervisor just became operational).
+/// Starts every child that is initialized (the supervisor just became
+/// operational), unless a synchronized start waits for others still initializing.
 pub(crate) fn start_children(core: &mut Core, me: Key) {
     let Some(sup) = sup_mut(core, me) else { return };
+    if sup.config.synchronize_start && sup.initializing > 0 {
+        return;
+    }
     let mut to_start = Vec::new();
     for (_, record) in sup.children.iter_mut() {
         if record.state == ChildState::Initialized {

@@ -2,7 +2,7 @@
 
 pub(crate) mod shared;
 
-use crate::actor::{Actor, ActorCell};
+use crate::actor::{Actor, ActorCell, ActorState};
 use crate::address::Address;
 use crate::arena::{Arena, Key, remove_key};
 use crate::builder::{Builder, Parent};
@@ -73,6 +73,19 @@ pub(crate) struct Core {
     rooted: bool,
     exit: Option<Error>,
     fault: Option<Error>,
+    on_violation: Option<ViolationHandler>,
+}
+
+type ViolationHandler = Box<dyn FnMut(&Error) -> ViolationAction>;
+
+/// What to do about a contract violation (such as a shutdown that timed out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViolationAction {
+    /// Stop the locality: it finishes with the error as its exit reason (the default).
+    Stop,
+    /// Log it and carry on: the stuck actor stays where it is. Resources it
+    /// holds may leak; rotor calls this "very shaky ground".
+    Continue,
 }
 
 impl Core {
@@ -94,6 +107,7 @@ impl Core {
             rooted: false,
             exit: None,
             fault: None,
+            on_violation: None,
         }
     }
 
@@ -132,17 +146,33 @@ impl Core {
         }
     }
 
-    /// Sends framework traffic to any address.
-    pub(crate) fn send_system(&mut self, to: &Address, msg: lifecycle::SystemMsg) {
+    /// Sends framework traffic to any address; `false` if the address's
+    /// locality has finished (the message is dropped).
+    pub(crate) fn send_system(&mut self, to: &Address, msg: lifecycle::SystemMsg) -> bool {
         let envelope = lifecycle::SysEnvelope {
             dest: to.key(),
             msg,
         };
         if to.locality_id() == self.id() {
             self.queue.push(envelope);
-        } else if !to.0.locality.post(Box::new(envelope)) {
+            true
+        } else if to.0.locality.post(Box::new(envelope)) {
+            true
+        } else {
             self.stats.dropped_closed += 1;
+            false
         }
+    }
+
+    /// Removes an identity of actor `me` (and every subscription on it).
+    pub(crate) fn remove_identity(&mut self, me: Key, address: &Address) {
+        if address.locality_id() != self.id() {
+            return;
+        }
+        if let Some(cell) = self.actors.get_mut(me) {
+            remove_key(&mut cell.identities, address.key());
+        }
+        crate::subscription::remove_address(self, address.key());
     }
 
     pub(crate) fn create_address_slot(
@@ -201,11 +231,18 @@ impl Core {
         }
     }
 
-    /// A broken contract (such as a shutdown timeout): the locality stops with the error.
+    /// A broken contract (such as a shutdown timeout): the handler decides;
+    /// by default the locality stops with the error.
     pub(crate) fn contract_violation(&mut self, error: Error) {
-        tracing::error!(locality = %self.name(), %error, "contract violation: stopping the locality");
-        self.fault.get_or_insert(error);
-        self.finish();
+        tracing::error!(locality = %self.name(), %error, "contract violation");
+        let action = match self.on_violation.as_mut() {
+            Some(handler) => handler(&error),
+            None => ViolationAction::Stop,
+        };
+        if action == ViolationAction::Stop {
+            self.fault.get_or_insert(error);
+            self.finish();
+        }
     }
 
     fn finish(&mut self) {
@@ -523,6 +560,21 @@ impl Locality {
     /// Sets the delivery-inspection level and sends each line to `sink`.
     pub fn inspect_with(&mut self, level: u8, sink: impl FnMut(&str) + 'static) {
         self.core.inspect.set(level, Sink::Custom(Box::new(sink)));
+    }
+
+    /// Sets the handler of contract violations (a shutdown timeout): it gets
+    /// the error and says whether to stop the locality.
+    pub fn on_contract_violation(
+        &mut self,
+        handler: impl FnMut(&Error) -> ViolationAction + 'static,
+    ) {
+        self.core.on_violation = Some(Box::new(handler));
+    }
+
+    /// The lifecycle state of the actor at `address`, if it lives here.
+    pub fn state_of(&self, address: &Address) -> Option<ActorState> {
+        let actor = self.local_actor(address).ok()?;
+        self.core.actors.get(actor).map(|c| c.state)
     }
 
     /// Counters and store sizes.

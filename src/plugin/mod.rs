@@ -1,0 +1,177 @@
+//! Plugins: the votes that decide when an actor has finished initializing or
+//! shutting down.
+//!
+//! Init polls the votes in this order, shutdown in the reverse order; the
+//! first vote that is not [`Vote::Ready`] holds the actor in its state (or
+//! fails it):
+//!
+//! | # | plugin | init: ready when | shutdown: ready when |
+//! |---|---|---|---|
+//! | 1 | registry (`registry.rs`) | names registered, discoveries answered | (names deregistered on the way out) |
+//! | 2 | link client (`link.rs`) | every link confirmed | (servers told of the unlink) |
+//! | 3 | resources (`resources.rs`) | no resource held | no resource held |
+//! | 4 | child manager (`supervisor.rs`) | every child initialized | every child shut down |
+//! | 5 | user plugins, in the order added | each votes `Ready` | each votes `Ready` (reverse order) |
+//! | 6 | link server (`link.rs`) | always | every linked client has unlinked |
+//!
+//! Built-in votes are checks of the actor's plugin state (absent until an
+//! actor uses a plugin), so an actor that uses none pays nothing. User plugins
+//! implement [`Plugin`] and are added with [`Builder::plugin`](crate::Builder::plugin);
+//! they are polled with a cursor: once one says ready, the next one is polled.
+
+pub(crate) mod link;
+pub(crate) mod registry;
+pub(crate) mod resources;
+
+use crate::actor::{Actor, Phase, with_object};
+use crate::address::Address;
+use crate::arena::Key;
+use crate::context::Context;
+use crate::error::Error;
+use crate::locality::Core;
+use smallvec::SmallVec;
+
+/// A plugin's answer to "are you done?".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Vote {
+    /// Done: poll the next plugin.
+    Ready,
+    /// Not yet: hold the actor in its state until
+    /// [`Context::continue_lifecycle`] asks again.
+    Pending,
+    /// Failed: during init, the actor shuts down with this error as its
+    /// reason. (Failing a shutdown is a contract violation.)
+    Failed(Error),
+}
+
+/// A user plugin of actor type `A`, added with
+/// [`Builder::plugin`](crate::Builder::plugin).
+///
+/// ```
+/// use commutator::*;
+///
+/// /// Holds init until the actor has seen a `Ready` message.
+/// struct WaitForReady;
+/// struct Ready;
+///
+/// #[derive(Default)]
+/// struct Worker { ready: bool }
+/// impl Actor for Worker {
+///     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.subscribe(|me: &mut Self, _: &Ready, ctx: &mut Context<'_, Self>| {
+///             me.ready = true;
+///             ctx.continue_lifecycle(); // let the plugins vote again
+///         });
+///     }
+/// }
+/// impl Plugin<Worker> for WaitForReady {
+///     fn name(&self) -> &'static str { "wait-for-ready" }
+///     fn init_vote(&mut self, worker: &mut Worker, _: &mut Context<'_, Worker>) -> Vote {
+///         if worker.ready { Vote::Ready } else { Vote::Pending }
+///     }
+/// }
+///
+/// let mut locality = Locality::new();
+/// let worker = locality.spawn_root(Worker::default()).plugin(WaitForReady).finish()?;
+/// let now = locality.now();
+/// locality.run_until_idle(now);
+/// assert_eq!(locality.state_of(&worker), Some(ActorState::Initializing));
+/// locality.send(&worker, Ready).unwrap();
+/// locality.run_until_idle(now);
+/// assert_eq!(locality.state_of(&worker), Some(ActorState::Operational));
+/// # Ok::<(), commutator::Error>(())
+/// ```
+pub trait Plugin<A: Actor>: 'static {
+    /// A short name, for traces.
+    fn name(&self) -> &'static str;
+
+    /// Called once when the actor starts initializing, before its `init_start`.
+    fn init_start(&mut self, actor: &mut A, ctx: &mut Context<'_, A>) {
+        let _ = (actor, ctx);
+    }
+
+    /// Is init done, as far as this plugin is concerned?
+    fn init_vote(&mut self, actor: &mut A, ctx: &mut Context<'_, A>) -> Vote {
+        let _ = (actor, ctx);
+        Vote::Ready
+    }
+
+    /// Called once when the actor starts shutting down, after its `shutdown_start`.
+    fn shutdown_start(&mut self, actor: &mut A, ctx: &mut Context<'_, A>) {
+        let _ = (actor, ctx);
+    }
+
+    /// Is shutdown done, as far as this plugin is concerned?
+    fn shutdown_vote(&mut self, actor: &mut A, ctx: &mut Context<'_, A>) -> Vote {
+        let _ = (actor, ctx);
+        Vote::Ready
+    }
+}
+
+/// The built-in plugins' state of one actor; boxed, and made on first use.
+#[derive(Default)]
+pub(crate) struct PluginState {
+    /// Registry client: requests to the registry not yet answered.
+    pub(crate) registry_pending: u32,
+    /// Registry client: names this actor registered.
+    pub(crate) names: SmallVec<[String; 1]>,
+    /// Link client: links requested and not yet answered.
+    pub(crate) links_pending: u32,
+    /// Link client: servers that confirmed a link.
+    pub(crate) servers: SmallVec<[Address; 1]>,
+    /// Link server: clients linked to this actor.
+    pub(crate) clients: Vec<Address>,
+    /// Resources: held counts by kind.
+    pub(crate) resources: SmallVec<[(u32, u32); 2]>,
+    /// The first failure a built-in plugin reported during init.
+    pub(crate) failure: Option<Error>,
+}
+
+/// Counts the init votes of actor `me`, in plugin order.
+pub(crate) fn init_vote(core: &mut Core, me: Key) -> Vote {
+    let Some(cell) = core.actors.get(me) else {
+        return Vote::Pending;
+    };
+    if let Some(plugins) = cell.plugins.as_deref() {
+        if let Some(failure) = &plugins.failure {
+            return Vote::Failed(failure.clone());
+        }
+        for vote in [
+            registry::init_vote(plugins),
+            link::init_vote(plugins),
+            resources::vote(plugins),
+        ] {
+            if vote != Vote::Ready {
+                return vote;
+            }
+        }
+    }
+    if !crate::supervisor::init_ready(cell) {
+        return Vote::Pending;
+    }
+    with_object(core, me, |object, core| object.vote(Phase::Init, core, me))
+        .unwrap_or(Vote::Pending)
+}
+
+/// Counts the shutdown votes of actor `me`, in reverse plugin order.
+pub(crate) fn shutdown_vote(core: &mut Core, me: Key) -> Vote {
+    let user = with_object(core, me, |object, core| {
+        object.vote(Phase::Shutdown, core, me)
+    });
+    if user != Some(Vote::Ready) {
+        return user.unwrap_or(Vote::Pending);
+    }
+    let Some(cell) = core.actors.get(me) else {
+        return Vote::Pending;
+    };
+    if !crate::supervisor::shutdown_ready(cell) {
+        return Vote::Pending;
+    }
+    match cell.plugins.as_deref() {
+        Some(plugins) => match resources::vote(plugins) {
+            Vote::Ready => link::shutdown_vote(plugins),
+            other => other,
+        },
+        None => Vote::Ready,
+    }
+}
