@@ -33,17 +33,18 @@
 //!     }
 //! }
 //! impl Ponger {
+//!     // Publishes the answer on its own address, for whoever listens there.
 //!     fn on_ping(&mut self, _: &Ping, ctx: &mut Context<'_, Self>) {
-//!         let pinger = self.pinger.clone();
-//!         ctx.send(&pinger, Pong);
+//!         let me = ctx.address().clone();
+//!         ctx.send(&me, Pong);
 //!     }
 //! }
-//! # impl Ponger { const _X: () = (); }
-//! # struct Pinger2;
+//!
 //! struct Pinger { ponger: Address, left: u32 }
 //! impl Actor for Pinger {
 //!     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-//!         ctx.subscribe(Self::on_pong);
+//!         let ponger = self.ponger.clone();
+//!         ctx.subscribe_on(&ponger, Self::on_pong).expect("a live local address");
 //!     }
 //!     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
 //!         ctx.send(&self.ponger, Ping);
@@ -59,6 +60,13 @@
 //!         }
 //!     }
 //! }
+//!
+//! let mut system = System::new()?;
+//! let root = system.spawn_root(Supervisor).supervisor(SupervisorConfig::default()).finish()?;
+//! let ponger = system.spawn(&root, Ponger).finish()?;
+//! system.spawn(&root, Pinger { ponger, left: 3 }).finish()?;
+//! system.run()?;
+//! # Ok::<(), commutator::Error>(())
 //! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
