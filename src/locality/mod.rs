@@ -54,6 +54,8 @@ pub struct Stats {
 pub(crate) struct Core {
     pub(crate) shared: Arc<LocalityShared>,
     pub(crate) now: Instant,
+    /// `false` until the first `dispatch` sets the clock.
+    clock_set: bool,
     pub(crate) actors: Arena<ActorCell>,
     pub(crate) addresses: Arena<AddressSlot>,
     pub(crate) subscriptions: Arena<SubscriptionRecord>,
@@ -74,6 +76,7 @@ impl Core {
         Core {
             shared: Arc::new(LocalityShared::new(name)),
             now,
+            clock_set: false,
             actors: Arena::default(),
             addresses: Arena::default(),
             subscriptions: Arena::default(),
@@ -288,7 +291,7 @@ impl Default for Locality {
 }
 
 impl Locality {
-    /// A new locality named `L<n>`, its clock at `Instant::now()`.
+    /// A new locality named `L<n>`; its clock is set by the first `dispatch`.
     pub fn new() -> Locality {
         Locality::build(None)
     }
@@ -341,13 +344,15 @@ impl Locality {
     /// Runs what is due at `now`: messages from other threads, due timers, and
     /// the queue, up to the budget. Returns how many items it handled.
     ///
-    /// `now` never moves the clock backwards. When the budget runs out with work
-    /// left, [`has_pending`](Locality::has_pending) is `true`: poll without
-    /// waiting and dispatch again.
+    /// The first `now` sets the clock (even if it is earlier than the
+    /// locality's creation); after that, `now` never moves it backwards. When
+    /// the budget runs out with work left, [`has_pending`](Locality::has_pending)
+    /// is `true`: poll without waiting and dispatch again.
     pub fn dispatch(&mut self, now: Instant) -> usize {
         let core = &mut self.core;
-        if now > core.now {
+        if now > core.now || !core.clock_set {
             core.now = now;
+            core.clock_set = true;
         }
         let mut done = 0;
         while done < self.budget && !core.is_finished() {
