@@ -215,9 +215,11 @@ impl Core {
         self.mail = mail;
     }
 
-    fn fire_due_timers(&mut self) -> usize {
+    /// Fires due timers, at most `limit` of them.
+    fn fire_due_timers(&mut self, limit: usize) -> usize {
         let mut fired = 0;
-        while let Some((key, entry)) = self.timers.pop_due(self.now) {
+        while fired < limit {
+            let Some((key, entry)) = self.timers.pop_due(self.now) else { break };
             fired += 1;
             let owner = entry.owner;
             match entry.action {
@@ -357,7 +359,10 @@ impl Locality {
         let mut done = 0;
         while done < self.budget && !core.is_finished() {
             core.drain_mail();
-            done += core.fire_due_timers();
+            done += core.fire_due_timers(self.budget - done);
+            if done >= self.budget {
+                break;
+            }
             let Some((deliver, slot)) = core.queue.pop() else {
                 if core.shared.has_mail() || core.timers.next_deadline().is_some_and(|d| d <= core.now) {
                     continue;
