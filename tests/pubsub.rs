@@ -674,3 +674,91 @@ fn sends_from_a_handler_are_queued_not_delivered_reentrantly() {
         ]
     );
 }
+
+/// Forwards every `Note` it hears to an address (of any locality).
+struct Relay {
+    to: Address,
+}
+
+impl Actor for Relay {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(Self::on_note);
+    }
+}
+
+impl Relay {
+    fn on_note(&mut self, note: &Note, ctx: &mut Context<'_, Self>) {
+        ctx.send(&self.to, Note(note.0));
+    }
+}
+
+#[test]
+fn a_message_to_an_address_of_another_locality_arrives_there_in_order() {
+    let clock = Clock::new();
+    let log = Log::new();
+    let (mut here, root_here) = root_on_l0();
+    let (mut there, root_there) = common::root_on("L1");
+    let hub = there
+        .spawn(&root_there, Hub { log: log.clone() })
+        .name("hub")
+        .finish()
+        .unwrap();
+    let relay = here.spawn(&root_here, Relay { to: hub }).finish().unwrap();
+    here.run_until_idle(clock.at(0));
+    there.run_until_idle(clock.at(0));
+
+    for tag in ["one", "two", "three"] {
+        here.send(&relay, Note(tag)).unwrap();
+    }
+    here.run_until_idle(clock.at(0));
+    assert!(log.is_empty(), "nothing is delivered until L1 dispatches");
+    assert!(there.has_pending());
+    there.run_until_idle(clock.at(0));
+
+    assert_eq!(
+        log.lines(),
+        ["hub#2 heard one", "hub#2 heard two", "hub#2 heard three"]
+    );
+    assert_eq!(here.stats().delivered, 3);
+    assert_eq!(there.stats().delivered, 3);
+}
+
+#[test]
+fn delivery_inspection_reports_deliveries_and_drops() {
+    let clock = Clock::new();
+    let log = Log::new();
+    let lines = Log::new();
+    let (mut locality, root) = root_on_l0();
+    let sink = lines.clone();
+    locality.inspect_with(1, move |line| sink.push(line));
+    let hub = locality
+        .spawn(&root, Hub { log: log.clone() })
+        .name("hub")
+        .finish()
+        .unwrap();
+    let listener = Listener {
+        on: hub.clone(),
+        log: log.clone(),
+    };
+    locality
+        .spawn(&root, listener)
+        .name("ear")
+        .finish()
+        .unwrap();
+    locality.run_until_idle(clock.at(0));
+    assert!(
+        lines.is_empty(),
+        "level 1 hides the framework's traffic: {:?}",
+        lines.lines()
+    );
+
+    locality.send(&hub, Note("hi")).unwrap();
+    locality.send(&hub, Unheard).unwrap();
+    locality.run_until_idle(clock.at(0));
+    locality.shutdown(&hub).unwrap();
+    locality.run_until_idle(clock.at(0));
+    locality.send(&hub, Note("late")).unwrap();
+    locality.run_until_idle(clock.at(0));
+
+    insta::assert_snapshot!(lines.text());
+}
