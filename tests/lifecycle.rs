@@ -604,3 +604,43 @@ fn a_completed_shutdown_disarms_its_shutdown_timeout() {
     assert_eq!(locality.exit_reason().unwrap().code(), ErrorCode::Normal);
     assert_eq!(locality.stats().timers, 0);
 }
+
+/// A supervisor that spawns a child once it is operational.
+struct Grower {
+    log: Log,
+}
+
+impl Actor for Grower {
+    fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let child = Probe::new(&self.log);
+        ctx.spawn(child)
+            .name("late")
+            .finish()
+            .expect("an operational supervisor spawns");
+    }
+}
+
+#[test]
+fn a_child_spawned_by_an_operational_supervisor_is_started() {
+    let clock = Clock::new();
+    let log = Log::new();
+    let mut locality = Locality::named("L0");
+    locality
+        .spawn_root(Grower { log: log.clone() })
+        .name("root")
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .unwrap();
+
+    locality.run_until_idle(clock.at(0));
+
+    assert_eq!(
+        log.lines(),
+        [
+            "late#2 init_start [INITIALIZING]",
+            "late#2 init_finish [INITIALIZED]",
+            "late#2 on_start [OPERATIONAL]",
+        ]
+    );
+    assert_eq!(locality.stats().actors, 2);
+}
