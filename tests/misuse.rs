@@ -469,3 +469,61 @@ fn running_a_system_with_no_actor_fails_with_invalid_argument() {
     assert_eq!(err.code(), ErrorCode::InvalidArgument);
     assert_eq!(system.stats(), before);
 }
+
+/// Unsubscribes, subscribes again (which may reuse the freed slot), then
+/// unsubscribes the first id again.
+struct Resubscriber {
+    log: Log,
+    first: Option<commutator::SubscriptionId>,
+}
+
+struct Again;
+
+impl Actor for Resubscriber {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(Self::on_again);
+        self.first =
+            Some(ctx.subscribe(|a: &mut Resubscriber, _: &u8, _| a.log.push("first heard")));
+    }
+}
+
+impl Resubscriber {
+    fn on_again(&mut self, _: &Again, ctx: &mut Context<'_, Self>) {
+        let first = self.first.unwrap();
+        ctx.unsubscribe(first).unwrap();
+        ctx.subscribe(|a: &mut Resubscriber, _: &u8, _| a.log.push("second heard"));
+        let again = ctx.unsubscribe(first).map_err(|e| e.code());
+        self.log
+            .push(format!("unsubscribe the first again: {again:?}"));
+    }
+}
+
+#[test]
+fn a_stale_subscription_id_never_removes_a_newer_subscription() {
+    let clock = Clock::new();
+    let log = Log::new();
+    let (mut locality, root) = root_on_l0();
+    let actor = locality
+        .spawn(
+            &root,
+            Resubscriber {
+                log: log.clone(),
+                first: None,
+            },
+        )
+        .finish()
+        .unwrap();
+    locality.run_until_idle(clock.at(0));
+
+    locality.send(&actor, Again).unwrap();
+    locality.send(&actor, 1u8).unwrap();
+    locality.run_until_idle(clock.at(0));
+
+    assert_eq!(
+        log.lines(),
+        [
+            "unsubscribe the first again: Err(UnknownSubscription)",
+            "second heard"
+        ]
+    );
+}

@@ -446,3 +446,25 @@ fn a_zero_delay_timer_restarted_from_its_callback_does_not_hold_dispatch() {
     );
     assert_eq!(locality.stats().timers, 0);
 }
+
+#[test]
+fn cancelling_a_fired_timer_never_cancels_a_newer_timer_in_its_slot() {
+    let clock = Clock::new();
+    let log = Log::new();
+    let (mut locality, root) = root_on_l0();
+    let timed = Timed::new(clock, &log, &[(10, "a")]);
+    let timed = locality.spawn(&root, timed).finish().unwrap();
+    locality.run_until_idle(clock.at(0));
+    locality.run_until_idle(clock.at(10));
+    assert_eq!(log.take(), ["a@10"]);
+
+    // "b" takes the freed slot of "a"; the old id of "a" must not reach it.
+    locality.send(&timed, Start(10, "b")).unwrap();
+    locality.run_until_idle(clock.at(10));
+    locality.send(&timed, Cancel("a")).unwrap();
+    locality.run_until_idle(clock.at(10));
+    assert_eq!(locality.stats().timers, 1);
+    locality.run_until_idle(clock.at(20));
+
+    assert_eq!(log.lines(), ["cancel a: false then false", "b@20"]);
+}
