@@ -49,13 +49,18 @@ struct Server;
 
 impl Actor for Server {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|_: &mut Self, q: &RequestMsg<Echo>, ctx: &mut Context<'_, Self>| {
-            ctx.reply(q, q.payload().0.to_uppercase());
-        });
+        ctx.subscribe(
+            |_: &mut Self, q: &RequestMsg<Echo>, ctx: &mut Context<'_, Self>| {
+                ctx.reply(q, q.payload().0.to_uppercase());
+            },
+        );
         log("server", "initializing, registering as \"echo\"");
     }
     fn shutdown_start(&mut self, _: &mut Context<'_, Self>) {
-        log("server", "shutting down: asking linked clients to unlink first");
+        log(
+            "server",
+            "shutting down: asking linked clients to unlink first",
+        );
     }
     fn shutdown_finish(&mut self, _: &mut Context<'_, Self>) {
         log("server", "shut down");
@@ -73,11 +78,17 @@ const WORDS: [&str; 3] = ["hello", "linked", "world"];
 impl Actor for Client {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
         ctx.subscribe(Self::on_echo);
-        log("client", "initializing: discovering \"echo\" (waiting until registered), then linking");
-        ctx.discover("echo").wait().link().then(|me: &mut Self, echo, _| {
-            log("client", format!("discovered echo at {echo}"));
-            me.echo = Some(echo.clone());
-        });
+        log(
+            "client",
+            "initializing: discovering \"echo\" (waiting until registered), then linking",
+        );
+        ctx.discover("echo")
+            .wait()
+            .link()
+            .then(|me: &mut Self, echo, _| {
+                log("client", format!("discovered echo at {echo}"));
+                me.echo = Some(echo.clone());
+            });
     }
     fn init_finish(&mut self, _: &mut Context<'_, Self>) {
         log("client", "initialized (discovered and linked)");
@@ -100,7 +111,10 @@ impl Client {
 
     fn on_echo(&mut self, r: &Response<Echo>, ctx: &mut Context<'_, Self>) {
         match r.result() {
-            Ok(answer) => log("client", format!("{:?} came back as {answer:?}", r.request().0)),
+            Ok(answer) => log(
+                "client",
+                format!("{:?} came back as {answer:?}", r.request().0),
+            ),
             Err(e) => log("client", format!("no echo: {e}")),
         }
         self.said += 1;
@@ -117,7 +131,15 @@ fn main() -> Result<(), Error> {
     START.with(|_| ());
     let mut system = System::named("L0")?;
     let config = SupervisorConfig::default().with_registry();
-    let root = system.spawn_root(Root).name("root").supervisor(config).init_timeout(Duration::from_secs(1)).finish()?;
-    system.spawn(&root, Client::default()).name("client").finish()?;
+    let root = system
+        .spawn_root(Root)
+        .name("root")
+        .supervisor(config)
+        .init_timeout(Duration::from_secs(1))
+        .finish()?;
+    system
+        .spawn(&root, Client::default())
+        .name("client")
+        .finish()?;
     system.run()
 }

@@ -59,6 +59,8 @@ pub struct Stats {
 pub(crate) struct Core {
     pub(crate) shared: Arc<LocalityShared>,
     pub(crate) now: Instant,
+    /// `false` until the first `dispatch` sets the clock.
+    clock_set: bool,
     pub(crate) actors: Arena<ActorCell>,
     pub(crate) addresses: Arena<AddressSlot>,
     pub(crate) subscriptions: Arena<SubscriptionRecord>,
@@ -93,6 +95,7 @@ impl Core {
         Core {
             shared: Arc::new(LocalityShared::new(name)),
             now,
+            clock_set: false,
             actors: Arena::default(),
             addresses: Arena::default(),
             subscriptions: Arena::default(),
@@ -266,9 +269,13 @@ impl Core {
         self.mail = mail;
     }
 
-    fn fire_due_timers(&mut self) -> usize {
+    /// Fires due timers, at most `limit` of them.
+    fn fire_due_timers(&mut self, limit: usize) -> usize {
         let mut fired = 0;
-        while let Some((key, entry)) = self.timers.pop_due(self.now) {
+        while fired < limit {
+            let Some((key, entry)) = self.timers.pop_due(self.now) else {
+                break;
+            };
             fired += 1;
             let owner = entry.owner;
             match entry.action {
@@ -344,8 +351,9 @@ impl Default for Locality {
 }
 
 impl Locality {
-    /// A new locality named `L<n>`, its clock at `Instant::now()` (read it
-    /// with [`now`](Locality::now) to start a manual clock from there).
+    /// A new locality named `L<n>`. Its clock reads `Instant::now()` until the
+    /// first `dispatch`, which sets it to the time given (so a manual clock may
+    /// start anywhere); after that it never moves backwards.
     pub fn new() -> Locality {
         Locality::build(None)
     }
@@ -404,18 +412,23 @@ impl Locality {
     /// Runs what is due at `now`: messages from other threads, due timers, and
     /// the queue, up to the budget. Returns how many items it handled.
     ///
-    /// `now` never moves the clock backwards. When the budget runs out with work
-    /// left, [`has_pending`](Locality::has_pending) is `true`: poll without
-    /// waiting and dispatch again.
+    /// The first `now` sets the clock (even if it is earlier than the
+    /// locality's creation); after that, `now` never moves it backwards. When
+    /// the budget runs out with work left, [`has_pending`](Locality::has_pending)
+    /// is `true`: poll without waiting and dispatch again.
     pub fn dispatch(&mut self, now: Instant) -> usize {
         let core = &mut self.core;
-        if now > core.now {
+        if now > core.now || !core.clock_set {
             core.now = now;
+            core.clock_set = true;
         }
         let mut done = 0;
         while done < self.budget && !core.is_finished() {
             core.drain_mail();
-            done += core.fire_due_timers();
+            done += core.fire_due_timers(self.budget - done);
+            if done >= self.budget {
+                break;
+            }
             let Some((deliver, slot)) = core.queue.pop() else {
                 if core.shared.has_mail()
                     || core.timers.next_deadline().is_some_and(|d| d <= core.now)

@@ -1,0 +1,129 @@
+//! Helpers shared by the behaviour tests.
+//!
+//! Every test drives its locality with a manual clock (`Clock`), never sleeps
+//! and never looks at wall time.
+
+#![allow(dead_code, unreachable_pub)]
+
+use commutator::{Address, Locality, Supervisor, SupervisorConfig};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// A trace that actors push lines into, shared with the test.
+#[derive(Clone, Default)]
+pub struct Log(Rc<RefCell<Vec<String>>>);
+
+impl Log {
+    pub fn new() -> Log {
+        Log::default()
+    }
+
+    pub fn push(&self, line: impl Into<String>) {
+        self.0.borrow_mut().push(line.into());
+    }
+
+    /// A copy of every line so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.0.borrow().clone()
+    }
+
+    /// Every line so far, joined with newlines (for snapshots).
+    pub fn text(&self) -> String {
+        self.0.borrow().join("\n")
+    }
+
+    /// Removes and returns every line so far.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.borrow_mut())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.borrow().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.borrow().is_empty()
+    }
+}
+
+/// A manual clock: `at(ms)` is `t0 + ms`.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    pub t0: Instant,
+}
+
+impl Clock {
+    pub fn new() -> Clock {
+        Clock { t0: Instant::now() }
+    }
+
+    pub fn at(&self, ms: u64) -> Instant {
+        self.t0 + Duration::from_millis(ms)
+    }
+
+    /// Milliseconds from `t0` to `t` (for readable traces).
+    pub fn ms(&self, t: Instant) -> u128 {
+        t.duration_since(self.t0).as_millis()
+    }
+}
+
+/// A locality named `L0` with a root supervisor named `root` (`L0/root#1`).
+pub fn root_on_l0() -> (Locality, Address) {
+    root_on("L0")
+}
+
+/// A locality with the given name and a root supervisor named `root`.
+pub fn root_on(name: &str) -> (Locality, Address) {
+    let mut locality = Locality::named(name);
+    let root = locality
+        .spawn_root(Supervisor)
+        .name("root")
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .expect("a fresh locality accepts a root");
+    (locality, root)
+}
+
+/// An address without its locality prefix: `L0/leaf#3` becomes `leaf#3`.
+pub fn short(address: &Address) -> String {
+    let full = address.to_string();
+    match full.split_once('/') {
+        Some((_, rest)) => rest.to_string(),
+        None => full,
+    }
+}
+
+/// A value an actor hands out to the test (an address it made, an id...).
+pub struct Slot<T>(Rc<RefCell<Option<T>>>);
+
+impl<T> Clone for Slot<T> {
+    fn clone(&self) -> Self {
+        Slot(self.0.clone())
+    }
+}
+
+impl<T> Default for Slot<T> {
+    fn default() -> Self {
+        Slot(Rc::new(RefCell::new(None)))
+    }
+}
+
+impl<T: Clone> Slot<T> {
+    pub fn new() -> Self {
+        Slot::default()
+    }
+
+    pub fn set(&self, value: T) {
+        *self.0.borrow_mut() = Some(value);
+    }
+
+    /// The value; panics if the actor has not set it.
+    pub fn get(&self) -> T {
+        self.0.borrow().clone().expect("set by the actor")
+    }
+
+    pub fn try_get(&self) -> Option<T> {
+        self.0.borrow().clone()
+    }
+}
