@@ -5,7 +5,8 @@ mod common;
 
 use common::{Clock, Log, short};
 use commutator::{
-    Actor, Address, Context, Error, ErrorCode, InitFailurePolicy, Locality, SupervisorConfig,
+    Actor, ActorState, Address, Context, Error, ErrorCode, InitFailurePolicy, Locality, Plugin,
+    Supervisor, SupervisorConfig, Vote,
 };
 use std::time::Duration;
 
@@ -643,4 +644,215 @@ fn a_child_spawned_by_an_operational_supervisor_is_started() {
         ]
     );
     assert_eq!(locality.stats().actors, 2);
+}
+
+// ---------------- plugin votes ----------------
+
+/// A user plugin that votes as its shared switch says, and logs every vote.
+struct Gate {
+    name: &'static str,
+    open: std::rc::Rc<std::cell::Cell<bool>>,
+    fail: bool,
+    log: Log,
+}
+
+impl Plugin<common::Scripted> for Gate {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn init_vote(
+        &mut self,
+        _: &mut common::Scripted,
+        _: &mut Context<'_, common::Scripted>,
+    ) -> Vote {
+        self.log.push(format!("{} init_vote", self.name));
+        match (self.open.get(), self.fail) {
+            (true, true) => Vote::Failed(Error::failure(self.name)),
+            (true, false) => Vote::Ready,
+            (false, _) => Vote::Pending,
+        }
+    }
+    fn shutdown_vote(
+        &mut self,
+        _: &mut common::Scripted,
+        _: &mut Context<'_, common::Scripted>,
+    ) -> Vote {
+        self.log.push(format!("{} shutdown_vote", self.name));
+        if self.open.get() {
+            Vote::Ready
+        } else {
+            Vote::Pending
+        }
+    }
+}
+
+struct Nudge;
+
+fn gated(log: &Log) -> common::Scripted {
+    common::Scripted::new("gated", log).on_init(|_, ctx| {
+        ctx.subscribe(
+            |_: &mut common::Scripted, _: &Nudge, ctx: &mut Context<'_, common::Scripted>| {
+                ctx.continue_lifecycle();
+            },
+        );
+    })
+}
+
+fn switch(on: bool) -> std::rc::Rc<std::cell::Cell<bool>> {
+    std::rc::Rc::new(std::cell::Cell::new(on))
+}
+
+#[test]
+fn plugins_vote_on_init_in_order_and_pending_holds_the_actor() {
+    let clock = Clock::new();
+    let log = Log::new();
+    let (mut l, root) = common::root_on_l0();
+    let (a, b) = (switch(false), switch(false));
+    let gate = |name, open: &std::rc::Rc<std::cell::Cell<bool>>| Gate {
+        name,
+        open: open.clone(),
+        fail: false,
+        log: log.clone(),
+    };
+    let actor = l
+        .spawn(&root, gated(&log))
+        .plugin(gate("first", &a))
+        .plugin(gate("second", &b))
+        .finish()
+        .unwrap();
+    l.run_until_idle(clock.at(0));
+    assert_eq!(l.state_of(&actor), Some(ActorState::Initializing));
+    assert_eq!(
+        log.take(),
+        ["gated init_start", "first init_vote"],
+        "the second is not polled yet"
+    );
+    b.set(true);
+    l.send(&actor, Nudge).unwrap();
+    l.run_until_idle(clock.at(1));
+    assert_eq!(
+        log.take(),
+        ["first init_vote"],
+        "still the first that holds"
+    );
+    a.set(true);
+    l.send(&actor, Nudge).unwrap();
+    l.run_until_idle(clock.at(2));
+    assert_eq!(
+        log.take()[..3],
+        ["first init_vote", "second init_vote", "gated init_finish"]
+    );
+    assert_eq!(l.state_of(&actor), Some(ActorState::Operational));
+}
+
+#[test]
+fn a_failed_vote_shuts_the_actor_down_with_the_error_as_its_reason() {
+    let clock = Clock::new();
+    let log = Log::new();
+    let (mut l, root) = common::root_on_l0();
+    let gate = Gate {
+        name: "broken",
+        open: switch(true),
+        fail: true,
+        log: log.clone(),
+    };
+    l.spawn(&root, gated(&log))
+        .name("gated")
+        .plugin(gate)
+        .finish()
+        .unwrap();
+    l.run_until_idle(clock.at(0));
+    assert!(l.is_finished());
+    assert_eq!(
+        l.exit_reason().unwrap().to_string(),
+        "child init failed (L0/root#1) <- init failed (L0/gated#2) <- actor failure (broken)"
+    );
+}
+
+#[test]
+fn plugins_vote_on_shutdown_in_reverse_order() {
+    let clock = Clock::new();
+    let log = Log::new();
+    let (mut l, root) = common::root_on_l0();
+    let (a, b) = (switch(true), switch(true));
+    let gate = |name, open: &std::rc::Rc<std::cell::Cell<bool>>| Gate {
+        name,
+        open: open.clone(),
+        fail: false,
+        log: log.clone(),
+    };
+    let actor = l
+        .spawn(&root, gated(&log))
+        .plugin(gate("first", &a))
+        .plugin(gate("second", &b))
+        .finish()
+        .unwrap();
+    l.run_until_idle(clock.at(0));
+    a.set(false);
+    log.take();
+    l.shutdown(&actor).unwrap();
+    l.run_until_idle(clock.at(1));
+    assert_eq!(
+        log.take(),
+        [
+            "gated shutdown_start",
+            "second shutdown_vote",
+            "first shutdown_vote"
+        ]
+    );
+    assert_eq!(l.state_of(&actor), Some(ActorState::ShuttingDown));
+    a.set(true);
+    l.send(&actor, Nudge).unwrap(); // subscriptions live until shutdown finishes
+    l.run_until_idle(clock.at(2));
+    assert_eq!(
+        log.take(),
+        ["first shutdown_vote", "gated shutdown_finish"],
+        "the second is not polled again"
+    );
+    assert_eq!(l.state_of(&actor), None);
+}
+
+#[test]
+fn a_synchronized_start_starts_late_children_together() {
+    let clock = Clock::new();
+    let log = Log::new();
+    let (mut l, root) = common::root_on_l0();
+    let config = SupervisorConfig::default().synchronize_start(true);
+    let sup = l
+        .spawn(&root, Supervisor)
+        .name("sup")
+        .supervisor(config)
+        .finish()
+        .unwrap();
+    l.run_until_idle(clock.at(0));
+    // Two children spawned after the supervisor is operational; one holds its init.
+    let quick = l
+        .spawn(&sup, common::Scripted::new("quick", &log))
+        .finish()
+        .unwrap();
+    let slow = common::Scripted::new("slow", &log).on_init(|_, ctx| {
+        ctx.acquire_resource(0);
+        ctx.subscribe(
+            |_: &mut common::Scripted, _: &Nudge, ctx: &mut Context<'_, common::Scripted>| {
+                let _ = ctx.release_resource(0);
+            },
+        );
+    });
+    let slow = l.spawn(&sup, slow).finish().unwrap();
+    l.run_until_idle(clock.at(1));
+    assert_eq!(
+        l.state_of(&quick),
+        Some(ActorState::Initialized),
+        "held until its sibling is ready"
+    );
+    assert_eq!(l.state_of(&slow), Some(ActorState::Initializing));
+    l.send(&slow, Nudge).unwrap();
+    l.run_until_idle(clock.at(2));
+    assert_eq!(l.state_of(&quick), Some(ActorState::Operational));
+    assert_eq!(l.state_of(&slow), Some(ActorState::Operational));
+    let trace = log.lines();
+    assert!(
+        common::pos(&trace, "slow init_finish") < common::pos(&trace, "quick on_start"),
+        "{trace:#?}"
+    );
 }

@@ -127,3 +127,97 @@ impl<T: Clone> Slot<T> {
         self.0.borrow().clone()
     }
 }
+
+/// A hook of a [`Scripted`] actor.
+pub type Script = Box<dyn FnMut(&mut Scripted, &mut commutator::Context<'_, Scripted>)>;
+
+/// An actor whose hooks are closures given by the test; every hook logs
+/// `"<name> <hook>"`.
+#[derive(Default)]
+pub struct Scripted {
+    pub name: &'static str,
+    pub log: Log,
+    pub on_init: Option<Script>,
+    pub on_start: Option<Script>,
+    pub on_shutdown: Option<Script>,
+    /// An address the scripts may keep (a discovered server, ...).
+    pub peer: Option<Address>,
+}
+
+impl Scripted {
+    pub fn new(name: &'static str, log: &Log) -> Scripted {
+        Scripted {
+            name,
+            log: log.clone(),
+            ..Scripted::default()
+        }
+    }
+
+    pub fn on_init(
+        mut self,
+        f: impl FnMut(&mut Scripted, &mut commutator::Context<'_, Scripted>) + 'static,
+    ) -> Self {
+        self.on_init = Some(Box::new(f));
+        self
+    }
+
+    pub fn on_start(
+        mut self,
+        f: impl FnMut(&mut Scripted, &mut commutator::Context<'_, Scripted>) + 'static,
+    ) -> Self {
+        self.on_start = Some(Box::new(f));
+        self
+    }
+
+    pub fn on_shutdown(
+        mut self,
+        f: impl FnMut(&mut Scripted, &mut commutator::Context<'_, Scripted>) + 'static,
+    ) -> Self {
+        self.on_shutdown = Some(Box::new(f));
+        self
+    }
+
+    fn run(
+        &mut self,
+        which: fn(&mut Scripted) -> &mut Option<Script>,
+        ctx: &mut commutator::Context<'_, Scripted>,
+    ) {
+        if let Some(mut f) = which(self).take() {
+            f(self, ctx);
+            *which(self) = Some(f);
+        }
+    }
+
+    pub fn say(&self, what: &str) {
+        self.log.push(format!("{} {what}", self.name));
+    }
+}
+
+impl commutator::Actor for Scripted {
+    fn init_start(&mut self, ctx: &mut commutator::Context<'_, Self>) {
+        self.say("init_start");
+        self.run(|s| &mut s.on_init, ctx);
+    }
+    fn init_finish(&mut self, _: &mut commutator::Context<'_, Self>) {
+        self.say("init_finish");
+    }
+    fn on_start(&mut self, ctx: &mut commutator::Context<'_, Self>) {
+        self.say("on_start");
+        self.run(|s| &mut s.on_start, ctx);
+    }
+    fn shutdown_start(&mut self, ctx: &mut commutator::Context<'_, Self>) {
+        self.say("shutdown_start");
+        self.run(|s| &mut s.on_shutdown, ctx);
+    }
+    fn shutdown_finish(&mut self, _: &mut commutator::Context<'_, Self>) {
+        self.say("shutdown_finish");
+    }
+}
+
+/// The position of `line` in `lines` (panics with the whole trace if absent).
+pub fn pos(lines: &[String], line: &str) -> usize {
+    lines
+        .iter()
+        .position(|l| l == line)
+        .unwrap_or_else(|| panic!("{line:?} not in {lines:#?}"))
+}
