@@ -21,6 +21,18 @@ const N_REQRESP: u64 = 1_000_000;
 const N_SPAWN: usize = 100_000;
 const N_IDLE: usize = 1_000_000;
 
+/// `cargo bench` passes `--bench`; anything else (e.g. `cargo test
+/// --all-targets`) gets a smoke run with a thousandth of the counts.
+static SMOKE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn n<T: From<u16> + std::ops::Div<Output = T>>(count: T) -> T {
+    if SMOKE.load(Relaxed) {
+        count / T::from(1000)
+    } else {
+        count
+    }
+}
+
 // ---------------- a counting allocator ----------------
 
 struct Counting;
@@ -117,7 +129,7 @@ impl Player {
     fn on_go(&mut self, go: &Go, ctx: &mut Context<'_, Self>) {
         self.other = go.0.clone();
         if let Some(other) = &self.other {
-            ctx.send(other, Ping(N_PINGPONG));
+            ctx.send(other, Ping(n(N_PINGPONG)));
         }
     }
 
@@ -152,7 +164,7 @@ fn pingpong(workload: &str, idle: usize) {
         )
         .finish()
         .expect("b");
-    timed(workload, N_PINGPONG, system, &a, Go(Some(b)));
+    timed(workload, n(N_PINGPONG), system, &a, Go(Some(b)));
 }
 
 /// An idle actor with one subscription, for w6 and the bytes-per-actor figure.
@@ -191,12 +203,12 @@ impl Publisher {
 
     fn on_tick(&mut self, _: &Tick, ctx: &mut Context<'_, Self>) {
         let Some(me) = self.me.clone() else { return };
-        let end = (self.sent + PUB_BATCH).min(N_PUBSUB);
+        let end = (self.sent + PUB_BATCH).min(n(N_PUBSUB));
         while self.sent < end {
             ctx.send(&me, Item(self.sent));
             self.sent += 1;
         }
-        if self.sent < N_PUBSUB {
+        if self.sent < n(N_PUBSUB) {
             ctx.send(&me, Tick);
         }
     }
@@ -222,7 +234,7 @@ impl Reader {
         self.got = self.got.wrapping_add(item.0 | 1);
         let total = self.total.get() + 1;
         self.total.set(total);
-        if total == N_PUBSUB * N_SUBS as u64 {
+        if total == n(N_PUBSUB) * N_SUBS as u64 {
             done(ctx);
         }
     }
@@ -245,7 +257,7 @@ fn w2() {
     }
     timed(
         "w2_fanout",
-        N_PUBSUB * N_SUBS as u64,
+        n(N_PUBSUB) * N_SUBS as u64,
         system,
         &publisher,
         Go(None),
@@ -301,7 +313,7 @@ impl Client {
             self.i
         );
         self.i += 1;
-        if self.i < N_REQRESP {
+        if self.i < n(N_REQRESP) {
             self.next(ctx);
         } else {
             done(ctx);
@@ -316,7 +328,7 @@ fn w3() {
         .spawn(&root, Client { server, i: 0 })
         .finish()
         .expect("client");
-    timed("w3_reqresp", N_REQRESP, system, &client, Go(None));
+    timed("w3_reqresp", n(N_REQRESP), system, &client, Go(None));
 }
 
 // ---------------- w4: spawn 100,000 actors through the lifecycle, then shut down ----------------
@@ -333,7 +345,7 @@ impl Actor for Spawner {
 
 impl Spawner {
     fn on_go(&mut self, _: &Go, ctx: &mut Context<'_, Self>) {
-        for _ in 0..N_SPAWN {
+        for _ in 0..n(N_SPAWN) {
             let tiny = Tiny {
                 started: self.started.clone(),
             };
@@ -352,7 +364,7 @@ struct Tiny {
 impl Actor for Tiny {
     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
         self.started.set(self.started.get() + 1);
-        if self.started.get() == N_SPAWN {
+        if self.started.get() == n(N_SPAWN) {
             // the spawner is the root: everything goes, and the shutdown is timed too
             ctx.shutdown_supervisor();
         }
@@ -365,11 +377,12 @@ fn w4() {
         started: started.clone(),
     });
     DONE.with(|d| d.set(None));
-    timed("w4_spawn", N_SPAWN as u64, system, &root, Go(None));
-    assert_eq!(started.get(), N_SPAWN);
+    timed("w4_spawn", n(N_SPAWN) as u64, system, &root, Go(None));
+    assert_eq!(started.get(), n(N_SPAWN));
 }
 
 fn main() {
+    SMOKE.store(!std::env::args().any(|a| a == "--bench"), Relaxed);
     let filter: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -388,6 +401,6 @@ fn main() {
         w4();
     }
     if run("w6_scale") {
-        pingpong("w6_scale", N_IDLE);
+        pingpong("w6_scale", n(N_IDLE));
     }
 }
