@@ -65,6 +65,13 @@ pub trait Actor: Sized + 'static {
     fn shutdown_finish(&mut self, ctx: &mut Context<'_, Self>) {
         let _ = ctx;
     }
+
+    /// Asked once, as the actor goes down, for a supervisor whose restart
+    /// policy is [`RestartPolicy::AskActor`](crate::RestartPolicy::AskActor):
+    /// should a new instance take its place? Default: when it failed.
+    fn should_restart(&self, reason: &Error) -> bool {
+        !reason.is_normal()
+    }
 }
 
 /// Where an actor is in its lifecycle.
@@ -149,6 +156,8 @@ pub(crate) trait ActorObject: Any {
     fn hook(&mut self, hook: Hook, core: &mut Core, me: Key);
     /// The user plugins' vote.
     fn vote(&mut self, phase: Phase, core: &mut Core, me: Key) -> Vote;
+    /// [`Actor::should_restart`].
+    fn should_restart(&self, reason: &Error) -> bool;
 }
 
 impl<A: Actor> ActorObject for ActorBox<A> {
@@ -180,6 +189,10 @@ impl<A: Actor> ActorObject for ActorBox<A> {
             }
             Hook::ShutdownFinish => actor.shutdown_finish(ctx),
         }
+    }
+
+    fn should_restart(&self, reason: &Error) -> bool {
+        self.actor.should_restart(reason)
     }
 
     fn vote(&mut self, phase: Phase, core: &mut Core, me: Key) -> Vote {

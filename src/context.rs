@@ -292,6 +292,13 @@ impl<'a, A: Actor> Context<'a, A> {
         lifecycle::to_self(self.core, self.me, SystemMsg::Poll);
     }
 
+    /// Starts building a child from a factory, so that it can be restarted
+    /// (each restart calls `factory` for a new instance); this actor must be
+    /// a supervisor.
+    pub fn spawn_with<B: Actor>(&mut self, factory: impl FnMut() -> B + 'static) -> Builder<'_, B> {
+        Builder::with_factory(self.core, crate::builder::Parent::Local(self.me), factory)
+    }
+
     /// Starts building a child actor; this actor must be a supervisor.
     pub fn spawn<B: Actor>(&mut self, actor: B) -> Builder<'_, B> {
         Builder::new(self.core, Some(self.me), actor)

@@ -37,6 +37,9 @@ pub enum ErrorCode {
     /// A linked server asked its client to unlink.
     #[error("unlink requested")]
     UnlinkRequested,
+    /// A supervisor gave up restarting a child: too many restarts in the period.
+    #[error("restart limit reached")]
+    RestartLimit,
     /// A child failed and its supervisor escalates the failure.
     #[error("failure escalation")]
     FailureEscalation,

@@ -115,6 +115,7 @@ pub use locality::{DEFAULT_BUDGET, Locality, RESERVED_TOKENS, Stats, ViolationAc
 pub use plugin::{Plugin, Vote};
 pub use registry::{Deregister, Discover, Register, Registry};
 pub use request::{CancelRequest, Request, RequestId, RequestMsg, Response};
+pub use supervisor::restart::RestartPolicy;
 pub use supervisor::{InitFailurePolicy, Supervisor, SupervisorConfig};
 pub use system::{SYSTEM_WAKER, System};
 pub use timer::TimerId;

@@ -35,11 +35,13 @@ pub(crate) enum SystemMsg {
     },
     /// Supervisor → child (or a root to itself): shut down.
     ShutdownRequest { reason: Error },
-    /// Child → supervisor: shut down, with its reason.
+    /// Child → supervisor: shut down, with its reason, and whether the
+    /// actor itself would be restarted (`Actor::should_restart`).
     ChildDown {
         slot: usize,
         child: Key,
         reason: Error,
+        restart: bool,
     },
     /// An actor to itself: something changed, count the votes again.
     Poll,
@@ -106,7 +108,8 @@ impl Deliver for SysEnvelope {
                 slot,
                 child,
                 reason,
-            } => supervisor::on_child_down(core, me, slot, child, reason),
+                restart,
+            } => supervisor::restart::on_child_down(core, me, slot, child, reason, restart),
             SystemMsg::Poll => poll(core, me),
             SystemMsg::LinkRequest { client, server } => link::on_request(core, me, client, server),
             SystemMsg::LinkResponse { server, result, .. } => {
@@ -368,6 +371,10 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         link::notify_servers(core, &cell.address, plugins);
     }
     let reason = cell.reason.clone().unwrap_or_else(Error::normal);
+    let restart = cell
+        .actor
+        .as_ref()
+        .is_some_and(|a| a.should_restart(&reason));
     tracing::debug!(actor = %cell.address, %reason, "shut down");
     match &cell.parent {
         Some(parent) => {
@@ -377,6 +384,7 @@ fn finish_shutdown(core: &mut Core, me: Key) {
                     slot: parent.slot,
                     child: cell.address.key(),
                     reason,
+                    restart,
                 },
             );
         }

@@ -81,6 +81,15 @@ impl System {
         self.locality.spawn(supervisor, actor)
     }
 
+    /// See [`Locality::spawn_with`].
+    pub fn spawn_with<A: Actor>(
+        &mut self,
+        supervisor: &Address,
+        factory: impl FnMut() -> A + 'static,
+    ) -> Builder<'_, A> {
+        self.locality.spawn_with(supervisor, factory)
+    }
+
     /// See [`Locality::send`].
     pub fn send<M: Send + 'static>(
         &mut self,

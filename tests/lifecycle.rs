@@ -649,6 +649,7 @@ fn a_child_spawned_by_an_operational_supervisor_is_started() {
 // ---------------- plugin votes ----------------
 
 /// A user plugin that votes as its shared switch says, and logs every vote.
+#[derive(Clone)]
 struct Gate {
     name: &'static str,
     open: std::rc::Rc<std::cell::Cell<bool>>,

@@ -288,6 +288,9 @@ impl Core {
                 TimerAction::InitTimeout => lifecycle::on_init_timeout(self, owner),
                 TimerAction::ShutdownTimeout => lifecycle::on_shutdown_timeout(self, owner),
                 TimerAction::Request(request) => crate::request::on_timeout(self, request),
+                TimerAction::Restart { slot, child } => {
+                    crate::supervisor::restart::restart_child(self, owner, slot, child)
+                }
             }
             if self.is_finished() {
                 break;
@@ -516,14 +519,29 @@ impl Locality {
 
     /// Starts building a child of the supervisor at `supervisor`.
     pub fn spawn<A: Actor>(&mut self, supervisor: &Address, actor: A) -> Builder<'_, A> {
-        let parent = match self.local_actor(supervisor) {
+        let parent = self.parent(supervisor);
+        Builder::with_parent(&mut self.core, parent, actor)
+    }
+
+    /// Starts building a child of the supervisor at `supervisor` from a
+    /// factory, so that it can be restarted (see [`Builder::restart`]).
+    pub fn spawn_with<A: Actor>(
+        &mut self,
+        supervisor: &Address,
+        factory: impl FnMut() -> A + 'static,
+    ) -> Builder<'_, A> {
+        let parent = self.parent(supervisor);
+        Builder::with_factory(&mut self.core, parent, factory)
+    }
+
+    fn parent(&self, supervisor: &Address) -> Parent {
+        match self.local_actor(supervisor) {
             Ok(key) => Parent::Local(key),
             Err(e) if e.code() == ErrorCode::StaleAddress => Parent::Invalid(
                 Error::new(ErrorCode::SupervisorShuttingDown).with_context(supervisor.to_string()),
             ),
             Err(e) => Parent::Invalid(e),
-        };
-        Builder::with_parent(&mut self.core, parent, actor)
+        }
     }
 
     fn local_actor(&self, address: &Address) -> Result<Key> {

@@ -45,12 +45,15 @@ pub enum Vote {
 }
 
 /// A user plugin of actor type `A`, added with
-/// [`Builder::plugin`](crate::Builder::plugin).
+/// [`Builder::plugin`](crate::Builder::plugin). The value given there is a
+/// prototype: every instance of the actor (a restart makes a new one) gets a
+/// clone of its own.
 ///
 /// ```
 /// use commutator::*;
 ///
 /// /// Holds init until the actor has seen a `Ready` message.
+/// #[derive(Clone)]
 /// struct WaitForReady;
 /// struct Ready;
 ///

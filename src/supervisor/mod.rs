@@ -1,5 +1,7 @@
 //! Supervisors: actors that own children, compose their lifecycles, and decide
-//! what happens when a child goes down.
+//! what happens when a child goes down (`restart.rs`).
+
+pub(crate) mod restart;
 
 use crate::actor::{Actor, ActorCell, ActorState};
 use crate::address::Address;
@@ -72,6 +74,8 @@ pub(crate) enum ChildState {
     Initialized,
     Started,
     ShuttingDown,
+    /// Down, and waiting for its restart delay; a new instance comes next.
+    Restarting,
 }
 
 pub(crate) struct ChildRecord {
@@ -79,6 +83,11 @@ pub(crate) struct ChildRecord {
     pub(crate) state: ChildState,
     /// `true` while the child has not confirmed its init.
     pub(crate) initializing: bool,
+    /// Restart policy, factory and history; `None` for a child that is
+    /// never restarted and escalates nothing.
+    pub(crate) supervision: Option<Box<restart::Supervision>>,
+    /// The pending restart, while `Restarting`.
+    pub(crate) restart_timer: Option<Key>,
 }
 
 /// The child manager of one supervisor.
@@ -171,15 +180,27 @@ pub(crate) fn start_children(core: &mut Core, me: Key) {
     }
 }
 
-/// Asks every child that is not already shutting down to shut down.
+/// Asks every child that is not already shutting down to shut down; a child
+/// waiting for its restart is let go at once.
 pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     let Some(sup) = sup_mut(core, me) else { return };
     let mut to_stop = Vec::new();
-    for (_, record) in sup.children.iter_mut() {
-        if record.state != ChildState::ShuttingDown {
+    let mut timers = Vec::new();
+    sup.children.retain(|_, record| match record.state {
+        ChildState::ShuttingDown => true,
+        ChildState::Restarting => {
+            timers.extend(record.restart_timer.take());
+            false
+        }
+        _ => {
             record.state = ChildState::ShuttingDown;
             to_stop.push(record.address.clone());
+            true
         }
+    });
+    sup.initializing = sup.children.iter().filter(|(_, r)| r.initializing).count();
+    for timer in timers {
+        core.timers.cancel(timer);
     }
     for address in to_stop {
         let reason = Error::new(ErrorCode::SupervisorShutdown);
@@ -199,45 +220,10 @@ pub(crate) fn on_child_shutdown_trigger(
     let Some(record) = sup.child_mut(slot, child) else {
         return;
     };
-    if record.state == ChildState::ShuttingDown {
+    if matches!(record.state, ChildState::ShuttingDown | ChildState::Restarting) {
         return;
     }
     record.state = ChildState::ShuttingDown;
     let address = record.address.clone();
     core.send_system(&address, SystemMsg::ShutdownRequest { reason });
-}
-
-/// A child has shut down: forget it, then apply the supervisor's policy.
-pub(crate) fn on_child_down(core: &mut Core, me: Key, slot: usize, child: Key, reason: Error) {
-    let Some(cell) = core.actors.get_mut(me) else {
-        return;
-    };
-    let my_state = cell.state;
-    let my_address = cell.address.to_string();
-    let Some(sup) = cell.supervisor.as_deref_mut() else {
-        return;
-    };
-    if sup.child_mut(slot, child).is_none() {
-        return;
-    }
-    let record = sup.children.remove(slot);
-    if record.initializing {
-        sup.initializing -= 1;
-    }
-    let policy = sup.config.init_failure;
-    tracing::debug!(supervisor = %my_address, child = %record.address, %reason, "child down");
-    match my_state {
-        ActorState::ShuttingDown => lifecycle::try_shutdown(core, me),
-        _ if record.initializing && !reason.is_normal() => match policy {
-            InitFailurePolicy::ShutdownSupervisor => {
-                let why = Error::new(ErrorCode::ChildInitFailed)
-                    .with_context(my_address)
-                    .caused_by(reason);
-                lifecycle::request_own_shutdown(core, me, why);
-            }
-            InitFailurePolicy::ShutdownChild => lifecycle::try_init(core, me),
-        },
-        ActorState::Initializing => lifecycle::try_init(core, me),
-        _ => {}
-    }
 }

@@ -1,0 +1,295 @@
+//! What a supervisor does when a child goes down: restart it (a new instance
+//! from its factory, after a delay, within a limit), give up, escalate the
+//! failure, or shut itself down with it.
+
+use crate::actor::ActorState;
+use crate::address::Address;
+use crate::arena::Key;
+use crate::error::{Error, ErrorCode, Result};
+use crate::lifecycle;
+use crate::locality::Core;
+use crate::supervisor::{ChildState, InitFailurePolicy};
+use crate::timer::TimerAction;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// When a supervisor restarts a child that went down (set with
+/// [`Builder::restart`](crate::Builder::restart)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RestartPolicy {
+    /// Never restart (Erlang's *temporary*); the default.
+    #[default]
+    Never,
+    /// Restart whatever the reason (Erlang's *permanent*).
+    Always,
+    /// Restart when it failed, not when it ended normally (Erlang's *transient*).
+    OnFailure,
+    /// Restart when it ended normally, not when it failed.
+    OnNormalExit,
+    /// Ask the actor: [`Actor::should_restart`](crate::Actor::should_restart),
+    /// called as it goes down.
+    AskActor,
+}
+
+/// Makes a new instance of a child in its supervisor's slot.
+pub(crate) type Respawn = Box<dyn FnMut(&mut Core, crate::actor::ParentLink) -> Result<Address>>;
+
+/// A child's supervision settings, from its builder.
+#[derive(Debug, Clone)]
+pub(crate) struct SupervisionConfig {
+    pub(crate) policy: RestartPolicy,
+    pub(crate) delay: Duration,
+    pub(crate) max_delay: Option<Duration>,
+    pub(crate) limit: u32,
+    pub(crate) period: Duration,
+    pub(crate) escalate: bool,
+    pub(crate) autoshutdown: bool,
+}
+
+impl Default for SupervisionConfig {
+    fn default() -> Self {
+        SupervisionConfig {
+            policy: RestartPolicy::Never,
+            delay: Duration::ZERO,
+            max_delay: None,
+            limit: 3,
+            period: Duration::from_secs(5),
+            escalate: false,
+            autoshutdown: false,
+        }
+    }
+}
+
+impl SupervisionConfig {
+    /// `true` if anything differs from "never restart, nothing to escalate".
+    pub(crate) fn is_set(&self) -> bool {
+        self.policy != RestartPolicy::Never || self.escalate || self.autoshutdown
+    }
+}
+
+/// A supervised child's settings, factory and restart history.
+pub(crate) struct Supervision {
+    config: SupervisionConfig,
+    respawn: Option<Respawn>,
+    /// When the recent restarts happened (within the period).
+    history: VecDeque<Instant>,
+}
+
+/// The supervisor's decision about a child that went down.
+enum Decision {
+    Restart(Duration),
+    /// Let it go; with the error that says why, if the limit was reached.
+    GiveUp(Option<Error>),
+}
+
+impl Supervision {
+    pub(crate) fn new(config: SupervisionConfig, respawn: Option<Respawn>) -> Supervision {
+        Supervision {
+            config,
+            respawn,
+            history: VecDeque::new(),
+        }
+    }
+
+    fn decide(
+        &mut self,
+        reason: &Error,
+        actor_says: bool,
+        now: Instant,
+        child: &Address,
+    ) -> Decision {
+        let c = &self.config;
+        let wants = match c.policy {
+            RestartPolicy::Never => false,
+            RestartPolicy::Always => true,
+            RestartPolicy::OnFailure => !reason.is_normal(),
+            RestartPolicy::OnNormalExit => reason.is_normal(),
+            RestartPolicy::AskActor => actor_says,
+        };
+        if !wants || self.respawn.is_none() {
+            return Decision::GiveUp(None);
+        }
+        while self
+            .history
+            .front()
+            .is_some_and(|&t| now.saturating_duration_since(t) >= c.period)
+        {
+            self.history.pop_front();
+        }
+        if self.history.len() >= c.limit as usize {
+            let why = format!("{child}: {} restarts in {:?}", c.limit, c.period);
+            return Decision::GiveUp(Some(Error::new(ErrorCode::RestartLimit).with_context(why)));
+        }
+        let exponent = self.history.len().min(31) as u32;
+        let delay = match c.max_delay {
+            Some(max) => c.delay.saturating_mul(1 << exponent).min(max),
+            None => c.delay,
+        };
+        self.history.push_back(now);
+        Decision::Restart(delay)
+    }
+}
+
+/// A child has shut down: forget it or restart it, then apply the policies.
+pub(crate) fn on_child_down(
+    core: &mut Core,
+    me: Key,
+    slot: usize,
+    child: Key,
+    reason: Error,
+    actor_says: bool,
+) {
+    let now = core.now;
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
+    let (my_state, my_address) = (cell.state, cell.address.clone());
+    let Some(sup) = cell.supervisor.as_deref_mut() else {
+        return;
+    };
+    let init_policy = sup.config.init_failure;
+    let Some(record) = sup
+        .children
+        .get_mut(slot)
+        .filter(|r| r.address.key() == child)
+    else {
+        return;
+    };
+    tracing::debug!(supervisor = %my_address, child = %record.address, %reason, "child down");
+    let failed_init = record.initializing;
+    if failed_init {
+        record.initializing = false;
+        sup.initializing -= 1;
+    }
+    if my_state == ActorState::ShuttingDown {
+        sup.children.remove(slot);
+        return lifecycle::try_shutdown(core, me);
+    }
+    if failed_init && !reason.is_normal() && init_policy == InitFailurePolicy::ShutdownSupervisor {
+        sup.children.remove(slot);
+        let why = Error::new(ErrorCode::ChildInitFailed)
+            .with_context(my_address.to_string())
+            .caused_by(reason);
+        return lifecycle::request_own_shutdown(core, me, why);
+    }
+    let decision = match record.supervision.as_deref_mut() {
+        Some(supervision) => supervision.decide(&reason, actor_says, now, &record.address),
+        None => Decision::GiveUp(None),
+    };
+    match decision {
+        Decision::Restart(delay) => {
+            tracing::info!(supervisor = %my_address, child = %record.address, %reason, ?delay, "restarting child");
+            record.state = ChildState::Restarting;
+            // A restarting child counts as initializing: the supervisor's init waits for it.
+            record.initializing = true;
+            sup.initializing += 1;
+            let timer = core
+                .timers
+                .start(now + delay, me, TimerAction::Restart { slot, child });
+            if let Some(record) = core
+                .actors
+                .get_mut(me)
+                .and_then(|c| c.supervisor.as_deref_mut())
+                .and_then(|s| s.children.get_mut(slot))
+            {
+                record.restart_timer = Some(timer);
+            }
+        }
+        Decision::GiveUp(limit) => {
+            let record = sup.children.remove(slot);
+            let escalate = record
+                .supervision
+                .as_ref()
+                .is_some_and(|s| s.config.escalate);
+            let autoshutdown = record
+                .supervision
+                .as_ref()
+                .is_some_and(|s| s.config.autoshutdown);
+            let cause = match limit {
+                Some(limit) => {
+                    tracing::warn!(supervisor = %my_address, child = %record.address, %reason, "restart limit reached: giving up");
+                    limit.caused_by(reason)
+                }
+                None => reason,
+            };
+            if escalate && !cause.is_normal() {
+                let why = Error::new(ErrorCode::FailureEscalation)
+                    .with_context(my_address.to_string())
+                    .caused_by(cause);
+                lifecycle::request_own_shutdown(core, me, why);
+            } else if autoshutdown {
+                let why = if cause.is_normal() {
+                    Error::normal().with_context(format!("{} ended", record.address))
+                } else {
+                    Error::new(ErrorCode::ChildDown)
+                        .with_context(my_address.to_string())
+                        .caused_by(cause)
+                };
+                lifecycle::request_own_shutdown(core, me, why);
+            } else if my_state == ActorState::Initializing {
+                lifecycle::try_init(core, me);
+            }
+        }
+    }
+}
+
+/// The restart delay of the child in `slot` is over: make a new instance.
+pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize, child: Key) {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
+    let parent = cell.address.clone();
+    let Some(record) = cell
+        .supervisor
+        .as_deref_mut()
+        .and_then(|s| s.child_mut(slot, child))
+    else {
+        return;
+    };
+    if record.state != ChildState::Restarting {
+        return;
+    }
+    record.restart_timer = None;
+    let Some(mut respawn) = record
+        .supervision
+        .as_deref_mut()
+        .and_then(|s| s.respawn.take())
+    else {
+        return;
+    };
+    let result = respawn(
+        core,
+        crate::actor::ParentLink {
+            address: parent.clone(),
+            slot,
+        },
+    );
+    let Some(sup) = core
+        .actors
+        .get_mut(me)
+        .and_then(|c| c.supervisor.as_deref_mut())
+    else {
+        return;
+    };
+    let Some(record) = sup.children.get_mut(slot) else {
+        return;
+    };
+    if let Some(supervision) = record.supervision.as_deref_mut() {
+        supervision.respawn = Some(respawn);
+    }
+    match result {
+        Ok(address) => {
+            tracing::info!(supervisor = %parent, child = %address, "restarted child");
+            record.address = address;
+            record.state = ChildState::Initializing;
+        }
+        Err(error) => {
+            // Cannot happen for a live supervisor; give up on the child all the same.
+            tracing::error!(supervisor = %parent, %error, "restart failed");
+            if record.initializing {
+                sup.initializing -= 1;
+            }
+            sup.children.remove(slot);
+        }
+    }
+}
