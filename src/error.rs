@@ -202,10 +202,13 @@ impl Error {
 }
 
 impl fmt::Display for Error {
+    /// `{}` prints the chain on one line, causes after ` <- `; `{:#}` puts
+    /// each cause on a line of its own.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let separator = if f.alternate() { "\n  <- " } else { " <- " };
         for (i, e) in self.chain().enumerate() {
             if i > 0 {
-                f.write_str(" <- ")?;
+                f.write_str(separator)?;
             }
             e.fmt_one(f)?;
         }
@@ -214,8 +217,9 @@ impl fmt::Display for Error {
 }
 
 impl fmt::Debug for Error {
+    /// As `{:#}`: what `main` prints when it returns this error.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Error({self})")
+        write!(f, "{self:#}")
     }
 }
 

@@ -220,7 +220,10 @@ pub(crate) fn on_child_shutdown_trigger(
     let Some(record) = sup.child_mut(slot, child) else {
         return;
     };
-    if matches!(record.state, ChildState::ShuttingDown | ChildState::Restarting) {
+    if matches!(
+        record.state,
+        ChildState::ShuttingDown | ChildState::Restarting
+    ) {
         return;
     }
     record.state = ChildState::ShuttingDown;
