@@ -264,7 +264,7 @@ impl<'a, A: Actor> Builder<'a, A> {
                 let respawn = restarts.then(|| {
                     let spec = spec.clone();
                     Box::new(move |core: &mut Core, link: ParentLink| {
-                        spawn_instance(core, Some(link), &spec, factory())
+                        spawn_instance(core, Some(link), &spec, factory()).map(Some)
                     }) as Respawn
                 });
                 (actor, respawn)
@@ -279,7 +279,7 @@ impl<'a, A: Actor> Builder<'a, A> {
             .is_set()
             .then(|| Box::new(Supervision::new(supervision, respawn)));
         let record = ChildRecord {
-            address: address.clone(),
+            address: Some(address.clone()),
             state: ChildState::Initializing,
             initializing: true,
             supervision,

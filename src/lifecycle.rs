@@ -16,7 +16,7 @@ use crate::locality::Core;
 use crate::locality::shared::Remote;
 use crate::message::Deliver;
 use crate::plugin::{self, Vote, link};
-use crate::supervisor;
+use crate::supervisor::{self, ChildId};
 use crate::timer::TimerAction;
 
 /// Framework traffic between actors and their supervisors.
@@ -25,12 +25,12 @@ pub(crate) enum SystemMsg {
     /// Supervisor → child: start initializing.
     Init,
     /// Child → supervisor: initialized.
-    InitConfirm { slot: usize, child: Key },
+    InitConfirm { slot: usize, child: ChildId },
     /// Supervisor → child: become operational.
     Start,
     /// Anyone → supervisor: please shut down this child (`None`: yourself).
     ShutdownTrigger {
-        child: Option<(usize, Key)>,
+        child: Option<(usize, ChildId)>,
         reason: Error,
     },
     /// Supervisor → child (or a root to itself): shut down.
@@ -39,7 +39,7 @@ pub(crate) enum SystemMsg {
     /// actor itself would be restarted (`Actor::should_restart`).
     ChildDown {
         slot: usize,
-        child: Key,
+        child: ChildId,
         reason: Error,
         restart: bool,
     },
@@ -205,7 +205,7 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
     };
     match &cell.parent {
         Some(parent) => {
-            let (to, slot, child) = (parent.address.clone(), parent.slot, cell.address.key());
+            let (to, slot, child) = (parent.address.clone(), parent.slot, ChildId::of(&cell.address));
             core.send_system(&to, SystemMsg::InitConfirm { slot, child });
         }
         None => to_self(core, me, SystemMsg::Start),
@@ -280,7 +280,7 @@ pub(crate) fn request_own_shutdown(core: &mut Core, me: Key, reason: Error) {
     }
     match &cell.parent {
         Some(parent) => {
-            let (to, slot, child) = (parent.address.clone(), parent.slot, cell.address.key());
+            let (to, slot, child) = (parent.address.clone(), parent.slot, ChildId::of(&cell.address));
             core.send_system(
                 &to,
                 SystemMsg::ShutdownTrigger {
@@ -382,7 +382,7 @@ fn finish_shutdown(core: &mut Core, me: Key) {
                 &parent.address,
                 SystemMsg::ChildDown {
                     slot: parent.slot,
-                    child: cell.address.key(),
+                    child: ChildId::of(&cell.address),
                     reason,
                     restart,
                 },

@@ -38,8 +38,8 @@ pub(crate) enum TimerAction {
     ShutdownTimeout,
     /// A request of the owner got no reply in time.
     Request(Key),
-    /// The owner (a supervisor) restarts its child in `slot` (the one at `child`).
-    Restart { slot: usize, child: Key },
+    /// The owner (a supervisor) restarts its child in `slot`.
+    Restart { slot: usize },
 }
 
 pub(crate) struct TimerEntry {

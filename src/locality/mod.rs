@@ -288,9 +288,7 @@ impl Core {
                 TimerAction::InitTimeout => lifecycle::on_init_timeout(self, owner),
                 TimerAction::ShutdownTimeout => lifecycle::on_shutdown_timeout(self, owner),
                 TimerAction::Request(request) => crate::request::on_timeout(self, request),
-                TimerAction::Restart { slot, child } => {
-                    crate::supervisor::restart::restart_child(self, owner, slot, child)
-                }
+                TimerAction::Restart { slot } => crate::supervisor::restart::restart_child(self, owner, slot),
             }
             if self.is_finished() {
                 break;

@@ -78,8 +78,23 @@ pub(crate) enum ChildState {
     Restarting,
 }
 
+/// Names a child across localities: its locality and its address key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChildId {
+    locality: u32,
+    key: Key,
+}
+
+impl ChildId {
+    pub(crate) fn of(address: &Address) -> ChildId {
+        ChildId { locality: address.locality_id(), key: address.key() }
+    }
+}
+
 pub(crate) struct ChildRecord {
-    pub(crate) address: Address,
+    /// The child's address; `None` until a child spawned on another
+    /// locality reports in (`ChildSpawned`).
+    pub(crate) address: Option<Address>,
     pub(crate) state: ChildState,
     /// `true` while the child has not confirmed its init.
     pub(crate) initializing: bool,
@@ -88,6 +103,17 @@ pub(crate) struct ChildRecord {
     pub(crate) supervision: Option<Box<restart::Supervision>>,
     /// The pending restart, while `Restarting`.
     pub(crate) restart_timer: Option<Key>,
+}
+
+impl ChildRecord {
+    pub(crate) fn is(&self, child: ChildId) -> bool {
+        self.address.as_ref().is_some_and(|a| ChildId::of(a) == child)
+    }
+
+    /// The child's address, or `?` while a remote spawn is under way.
+    pub(crate) fn label(&self) -> String {
+        self.address.as_ref().map_or_else(|| "?".to_string(), Address::to_string)
+    }
 }
 
 /// The child manager of one supervisor.
@@ -106,10 +132,8 @@ impl SupervisorState {
         }
     }
 
-    fn child_mut(&mut self, slot: usize, child: Key) -> Option<&mut ChildRecord> {
-        self.children
-            .get_mut(slot)
-            .filter(|c| c.address.key() == child)
+    pub(crate) fn child_mut(&mut self, slot: usize, child: ChildId) -> Option<&mut ChildRecord> {
+        self.children.get_mut(slot).filter(|c| c.is(child))
     }
 }
 
@@ -129,40 +153,26 @@ fn sup_mut(core: &mut Core, me: Key) -> Option<&mut SupervisorState> {
     core.actors.get_mut(me)?.supervisor.as_deref_mut()
 }
 
-pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child: Key) {
-    let Some(cell) = core.actors.get_mut(me) else {
-        return;
-    };
+pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child: ChildId) {
+    let Some(cell) = core.actors.get_mut(me) else { return };
     let my_state = cell.state;
-    let Some(sup) = cell.supervisor.as_deref_mut() else {
-        return;
-    };
-    let Some(record) = sup.child_mut(slot, child) else {
-        return;
-    };
+    let Some(sup) = cell.supervisor.as_deref_mut() else { return };
+    let Some(record) = sup.child_mut(slot, child) else { return };
     if record.state != ChildState::Initializing {
         return;
     }
     record.state = ChildState::Initialized;
     record.initializing = false;
-    let address = record.address.clone();
     sup.initializing -= 1;
-    let synchronized = sup.config.synchronize_start;
     match my_state {
-        ActorState::Operational if synchronized => start_children(core, me),
-        ActorState::Operational => {
-            if let Some(record) = sup.child_mut(slot, child) {
-                record.state = ChildState::Started;
-            }
-            core.send_system(&address, SystemMsg::Start);
-        }
+        ActorState::Operational => start_children(core, me),
         ActorState::Initializing => lifecycle::try_init(core, me),
         _ => {}
     }
 }
 
-/// Starts every child that is initialized (the supervisor just became
-/// operational), unless a synchronized start waits for others still initializing.
+/// Starts every child that is initialized (the supervisor is operational),
+/// unless a synchronized start waits for others still initializing.
 pub(crate) fn start_children(core: &mut Core, me: Key) {
     let Some(sup) = sup_mut(core, me) else { return };
     if sup.config.synchronize_start && sup.initializing > 0 {
@@ -170,9 +180,11 @@ pub(crate) fn start_children(core: &mut Core, me: Key) {
     }
     let mut to_start = Vec::new();
     for (_, record) in sup.children.iter_mut() {
-        if record.state == ChildState::Initialized {
+        if record.state == ChildState::Initialized
+            && let Some(address) = &record.address
+        {
             record.state = ChildState::Started;
-            to_start.push(record.address.clone());
+            to_start.push(address.clone());
         }
     }
     for address in to_start {
@@ -181,7 +193,8 @@ pub(crate) fn start_children(core: &mut Core, me: Key) {
 }
 
 /// Asks every child that is not already shutting down to shut down; a child
-/// waiting for its restart is let go at once.
+/// waiting for its restart is let go at once. (A child whose remote spawn is
+/// under way is asked when it reports in.)
 pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     let Some(sup) = sup_mut(core, me) else { return };
     let mut to_stop = Vec::new();
@@ -194,7 +207,7 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
         }
         _ => {
             record.state = ChildState::ShuttingDown;
-            to_stop.push(record.address.clone());
+            to_stop.extend(record.address.clone());
             true
         }
     });
@@ -209,24 +222,31 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
 }
 
 /// A child (or someone on its behalf) asks for the child to be shut down.
-pub(crate) fn on_child_shutdown_trigger(
-    core: &mut Core,
-    me: Key,
-    slot: usize,
-    child: Key,
-    reason: Error,
-) {
+pub(crate) fn on_child_shutdown_trigger(core: &mut Core, me: Key, slot: usize, child: ChildId, reason: Error) {
     let Some(sup) = sup_mut(core, me) else { return };
-    let Some(record) = sup.child_mut(slot, child) else {
-        return;
-    };
-    if matches!(
-        record.state,
-        ChildState::ShuttingDown | ChildState::Restarting
-    ) {
+    let Some(record) = sup.child_mut(slot, child) else { return };
+    if matches!(record.state, ChildState::ShuttingDown | ChildState::Restarting) {
         return;
     }
     record.state = ChildState::ShuttingDown;
-    let address = record.address.clone();
-    core.send_system(&address, SystemMsg::ShutdownRequest { reason });
+    if let Some(address) = record.address.clone() {
+        core.send_system(&address, SystemMsg::ShutdownRequest { reason });
+    }
+}
+
+/// A child spawned on another locality reports its address (or its failure
+/// to be spawned there).
+pub(crate) fn on_child_spawned(core: &mut Core, me: Key, slot: usize, result: Result<Address, Error>) {
+    let Some(sup) = sup_mut(core, me) else { return };
+    let Some(record) = sup.children.get_mut(slot).filter(|r| r.address.is_none()) else { return };
+    match result {
+        Ok(address) => {
+            record.address = Some(address.clone());
+            if record.state == ChildState::ShuttingDown {
+                let reason = Error::new(ErrorCode::SupervisorShutdown);
+                core.send_system(&address, SystemMsg::ShutdownRequest { reason });
+            }
+        }
+        Err(reason) => restart::on_child_lost(core, me, slot, reason),
+    }
 }

@@ -8,7 +8,8 @@ use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lifecycle;
 use crate::locality::Core;
-use crate::supervisor::{ChildState, InitFailurePolicy};
+use crate::actor::ParentLink;
+use crate::supervisor::{ChildId, ChildState, InitFailurePolicy};
 use crate::timer::TimerAction;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -31,8 +32,10 @@ pub enum RestartPolicy {
     AskActor,
 }
 
-/// Makes a new instance of a child in its supervisor's slot.
-pub(crate) type Respawn = Box<dyn FnMut(&mut Core, crate::actor::ParentLink) -> Result<Address>>;
+/// Makes a new instance of a child in its supervisor's slot: its address, or
+/// `None` when it is made on another locality (the address comes later, in a
+/// `ChildSpawned`).
+pub(crate) type Respawn = Box<dyn FnMut(&mut Core, ParentLink) -> Result<Option<Address>>>;
 
 /// A child's supervision settings, from its builder.
 #[derive(Debug, Clone)]
@@ -91,13 +94,7 @@ impl Supervision {
         }
     }
 
-    fn decide(
-        &mut self,
-        reason: &Error,
-        actor_says: bool,
-        now: Instant,
-        child: &Address,
-    ) -> Decision {
+    fn decide(&mut self, reason: &Error, actor_says: bool, now: Instant, child: &str) -> Decision {
         let c = &self.config;
         let wants = match c.policy {
             RestartPolicy::Never => false,
@@ -131,31 +128,32 @@ impl Supervision {
 }
 
 /// A child has shut down: forget it or restart it, then apply the policies.
-pub(crate) fn on_child_down(
-    core: &mut Core,
-    me: Key,
-    slot: usize,
-    child: Key,
-    reason: Error,
-    actor_says: bool,
-) {
+pub(crate) fn on_child_down(core: &mut Core, me: Key, slot: usize, child: ChildId, reason: Error, actor_says: bool) {
+    let is_child = core
+        .actors
+        .get_mut(me)
+        .and_then(|c| c.supervisor.as_deref_mut())
+        .and_then(|s| s.child_mut(slot, child))
+        .is_some();
+    if is_child {
+        child_gone(core, me, slot, reason, actor_says);
+    }
+}
+
+/// A child could not be spawned on its locality: as if it went down.
+pub(crate) fn on_child_lost(core: &mut Core, me: Key, slot: usize, reason: Error) {
+    child_gone(core, me, slot, reason, false);
+}
+
+fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool) {
     let now = core.now;
-    let Some(cell) = core.actors.get_mut(me) else {
-        return;
-    };
+    let Some(cell) = core.actors.get_mut(me) else { return };
     let (my_state, my_address) = (cell.state, cell.address.clone());
-    let Some(sup) = cell.supervisor.as_deref_mut() else {
-        return;
-    };
+    let Some(sup) = cell.supervisor.as_deref_mut() else { return };
     let init_policy = sup.config.init_failure;
-    let Some(record) = sup
-        .children
-        .get_mut(slot)
-        .filter(|r| r.address.key() == child)
-    else {
-        return;
-    };
-    tracing::debug!(supervisor = %my_address, child = %record.address, %reason, "child down");
+    let Some(record) = sup.children.get_mut(slot) else { return };
+    let child = record.label();
+    tracing::debug!(supervisor = %my_address, %child, %reason, "child down");
     let failed_init = record.initializing;
     if failed_init {
         record.initializing = false;
@@ -167,25 +165,21 @@ pub(crate) fn on_child_down(
     }
     if failed_init && !reason.is_normal() && init_policy == InitFailurePolicy::ShutdownSupervisor {
         sup.children.remove(slot);
-        let why = Error::new(ErrorCode::ChildInitFailed)
-            .with_context(my_address.to_string())
-            .caused_by(reason);
+        let why = Error::new(ErrorCode::ChildInitFailed).with_context(my_address.to_string()).caused_by(reason);
         return lifecycle::request_own_shutdown(core, me, why);
     }
     let decision = match record.supervision.as_deref_mut() {
-        Some(supervision) => supervision.decide(&reason, actor_says, now, &record.address),
+        Some(supervision) => supervision.decide(&reason, actor_says, now, &child),
         None => Decision::GiveUp(None),
     };
     match decision {
         Decision::Restart(delay) => {
-            tracing::info!(supervisor = %my_address, child = %record.address, %reason, ?delay, "restarting child");
+            tracing::info!(supervisor = %my_address, %child, %reason, ?delay, "restarting child");
             record.state = ChildState::Restarting;
             // A restarting child counts as initializing: the supervisor's init waits for it.
             record.initializing = true;
             sup.initializing += 1;
-            let timer = core
-                .timers
-                .start(now + delay, me, TimerAction::Restart { slot, child });
+            let timer = core.timers.start(now + delay, me, TimerAction::Restart { slot });
             if let Some(record) = core
                 .actors
                 .get_mut(me)
@@ -197,33 +191,23 @@ pub(crate) fn on_child_down(
         }
         Decision::GiveUp(limit) => {
             let record = sup.children.remove(slot);
-            let escalate = record
-                .supervision
-                .as_ref()
-                .is_some_and(|s| s.config.escalate);
-            let autoshutdown = record
-                .supervision
-                .as_ref()
-                .is_some_and(|s| s.config.autoshutdown);
+            let escalate = record.supervision.as_ref().is_some_and(|s| s.config.escalate);
+            let autoshutdown = record.supervision.as_ref().is_some_and(|s| s.config.autoshutdown);
             let cause = match limit {
                 Some(limit) => {
-                    tracing::warn!(supervisor = %my_address, child = %record.address, %reason, "restart limit reached: giving up");
+                    tracing::warn!(supervisor = %my_address, %child, %reason, "restart limit reached: giving up");
                     limit.caused_by(reason)
                 }
                 None => reason,
             };
             if escalate && !cause.is_normal() {
-                let why = Error::new(ErrorCode::FailureEscalation)
-                    .with_context(my_address.to_string())
-                    .caused_by(cause);
+                let why = Error::new(ErrorCode::FailureEscalation).with_context(my_address.to_string()).caused_by(cause);
                 lifecycle::request_own_shutdown(core, me, why);
             } else if autoshutdown {
                 let why = if cause.is_normal() {
-                    Error::normal().with_context(format!("{} ended", record.address))
+                    Error::normal().with_context(format!("{child} ended"))
                 } else {
-                    Error::new(ErrorCode::ChildDown)
-                        .with_context(my_address.to_string())
-                        .caused_by(cause)
+                    Error::new(ErrorCode::ChildDown).with_context(my_address.to_string()).caused_by(cause)
                 };
                 lifecycle::request_own_shutdown(core, me, why);
             } else if my_state == ActorState::Initializing {
@@ -234,62 +218,27 @@ pub(crate) fn on_child_down(
 }
 
 /// The restart delay of the child in `slot` is over: make a new instance.
-pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize, child: Key) {
-    let Some(cell) = core.actors.get_mut(me) else {
-        return;
-    };
+pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize) {
+    let Some(cell) = core.actors.get_mut(me) else { return };
     let parent = cell.address.clone();
-    let Some(record) = cell
-        .supervisor
-        .as_deref_mut()
-        .and_then(|s| s.child_mut(slot, child))
-    else {
-        return;
-    };
+    let Some(record) = cell.supervisor.as_deref_mut().and_then(|s| s.children.get_mut(slot)) else { return };
     if record.state != ChildState::Restarting {
         return;
     }
     record.restart_timer = None;
-    let Some(mut respawn) = record
-        .supervision
-        .as_deref_mut()
-        .and_then(|s| s.respawn.take())
-    else {
-        return;
-    };
-    let result = respawn(
-        core,
-        crate::actor::ParentLink {
-            address: parent.clone(),
-            slot,
-        },
-    );
-    let Some(sup) = core
-        .actors
-        .get_mut(me)
-        .and_then(|c| c.supervisor.as_deref_mut())
-    else {
-        return;
-    };
-    let Some(record) = sup.children.get_mut(slot) else {
-        return;
-    };
+    let Some(mut respawn) = record.supervision.as_deref_mut().and_then(|s| s.respawn.take()) else { return };
+    let result = respawn(core, ParentLink { address: parent.clone(), slot });
+    let Some(sup) = core.actors.get_mut(me).and_then(|c| c.supervisor.as_deref_mut()) else { return };
+    let Some(record) = sup.children.get_mut(slot) else { return };
     if let Some(supervision) = record.supervision.as_deref_mut() {
         supervision.respawn = Some(respawn);
     }
     match result {
         Ok(address) => {
-            tracing::info!(supervisor = %parent, child = %address, "restarted child");
+            tracing::info!(supervisor = %parent, child = ?address.as_ref().map(Address::to_string), "restarted child");
             record.address = address;
             record.state = ChildState::Initializing;
         }
-        Err(error) => {
-            // Cannot happen for a live supervisor; give up on the child all the same.
-            tracing::error!(supervisor = %parent, %error, "restart failed");
-            if record.initializing {
-                sup.initializing -= 1;
-            }
-            sup.children.remove(slot);
-        }
+        Err(error) => on_child_lost(core, me, slot, error),
     }
 }
