@@ -205,7 +205,11 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
     };
     match &cell.parent {
         Some(parent) => {
-            let (to, slot, child) = (parent.address.clone(), parent.slot, ChildId::of(&cell.address));
+            let (to, slot, child) = (
+                parent.address.clone(),
+                parent.slot,
+                ChildId::of(&cell.address),
+            );
             core.send_system(&to, SystemMsg::InitConfirm { slot, child });
         }
         None => to_self(core, me, SystemMsg::Start),
@@ -280,7 +284,11 @@ pub(crate) fn request_own_shutdown(core: &mut Core, me: Key, reason: Error) {
     }
     match &cell.parent {
         Some(parent) => {
-            let (to, slot, child) = (parent.address.clone(), parent.slot, ChildId::of(&cell.address));
+            let (to, slot, child) = (
+                parent.address.clone(),
+                parent.slot,
+                ChildId::of(&cell.address),
+            );
             core.send_system(
                 &to,
                 SystemMsg::ShutdownTrigger {

@@ -87,7 +87,10 @@ pub(crate) struct ChildId {
 
 impl ChildId {
     pub(crate) fn of(address: &Address) -> ChildId {
-        ChildId { locality: address.locality_id(), key: address.key() }
+        ChildId {
+            locality: address.locality_id(),
+            key: address.key(),
+        }
     }
 }
 
@@ -107,12 +110,16 @@ pub(crate) struct ChildRecord {
 
 impl ChildRecord {
     pub(crate) fn is(&self, child: ChildId) -> bool {
-        self.address.as_ref().is_some_and(|a| ChildId::of(a) == child)
+        self.address
+            .as_ref()
+            .is_some_and(|a| ChildId::of(a) == child)
     }
 
     /// The child's address, or `?` while a remote spawn is under way.
     pub(crate) fn label(&self) -> String {
-        self.address.as_ref().map_or_else(|| "?".to_string(), Address::to_string)
+        self.address
+            .as_ref()
+            .map_or_else(|| "?".to_string(), Address::to_string)
     }
 }
 
@@ -154,10 +161,16 @@ fn sup_mut(core: &mut Core, me: Key) -> Option<&mut SupervisorState> {
 }
 
 pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child: ChildId) {
-    let Some(cell) = core.actors.get_mut(me) else { return };
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     let my_state = cell.state;
-    let Some(sup) = cell.supervisor.as_deref_mut() else { return };
-    let Some(record) = sup.child_mut(slot, child) else { return };
+    let Some(sup) = cell.supervisor.as_deref_mut() else {
+        return;
+    };
+    let Some(record) = sup.child_mut(slot, child) else {
+        return;
+    };
     if record.state != ChildState::Initializing {
         return;
     }
@@ -222,10 +235,21 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
 }
 
 /// A child (or someone on its behalf) asks for the child to be shut down.
-pub(crate) fn on_child_shutdown_trigger(core: &mut Core, me: Key, slot: usize, child: ChildId, reason: Error) {
+pub(crate) fn on_child_shutdown_trigger(
+    core: &mut Core,
+    me: Key,
+    slot: usize,
+    child: ChildId,
+    reason: Error,
+) {
     let Some(sup) = sup_mut(core, me) else { return };
-    let Some(record) = sup.child_mut(slot, child) else { return };
-    if matches!(record.state, ChildState::ShuttingDown | ChildState::Restarting) {
+    let Some(record) = sup.child_mut(slot, child) else {
+        return;
+    };
+    if matches!(
+        record.state,
+        ChildState::ShuttingDown | ChildState::Restarting
+    ) {
         return;
     }
     record.state = ChildState::ShuttingDown;
@@ -236,9 +260,16 @@ pub(crate) fn on_child_shutdown_trigger(core: &mut Core, me: Key, slot: usize, c
 
 /// A child spawned on another locality reports its address (or its failure
 /// to be spawned there).
-pub(crate) fn on_child_spawned(core: &mut Core, me: Key, slot: usize, result: Result<Address, Error>) {
+pub(crate) fn on_child_spawned(
+    core: &mut Core,
+    me: Key,
+    slot: usize,
+    result: Result<Address, Error>,
+) {
     let Some(sup) = sup_mut(core, me) else { return };
-    let Some(record) = sup.children.get_mut(slot).filter(|r| r.address.is_none()) else { return };
+    let Some(record) = sup.children.get_mut(slot).filter(|r| r.address.is_none()) else {
+        return;
+    };
     match result {
         Ok(address) => {
             record.address = Some(address.clone());

@@ -3,12 +3,12 @@
 //! failure, or shut itself down with it.
 
 use crate::actor::ActorState;
+use crate::actor::ParentLink;
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lifecycle;
 use crate::locality::Core;
-use crate::actor::ParentLink;
 use crate::supervisor::{ChildId, ChildState, InitFailurePolicy};
 use crate::timer::TimerAction;
 use std::collections::VecDeque;
@@ -128,7 +128,14 @@ impl Supervision {
 }
 
 /// A child has shut down: forget it or restart it, then apply the policies.
-pub(crate) fn on_child_down(core: &mut Core, me: Key, slot: usize, child: ChildId, reason: Error, actor_says: bool) {
+pub(crate) fn on_child_down(
+    core: &mut Core,
+    me: Key,
+    slot: usize,
+    child: ChildId,
+    reason: Error,
+    actor_says: bool,
+) {
     let is_child = core
         .actors
         .get_mut(me)
@@ -147,11 +154,17 @@ pub(crate) fn on_child_lost(core: &mut Core, me: Key, slot: usize, reason: Error
 
 fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool) {
     let now = core.now;
-    let Some(cell) = core.actors.get_mut(me) else { return };
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     let (my_state, my_address) = (cell.state, cell.address.clone());
-    let Some(sup) = cell.supervisor.as_deref_mut() else { return };
+    let Some(sup) = cell.supervisor.as_deref_mut() else {
+        return;
+    };
     let init_policy = sup.config.init_failure;
-    let Some(record) = sup.children.get_mut(slot) else { return };
+    let Some(record) = sup.children.get_mut(slot) else {
+        return;
+    };
     let child = record.label();
     tracing::debug!(supervisor = %my_address, %child, %reason, "child down");
     let failed_init = record.initializing;
@@ -165,7 +178,9 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
     }
     if failed_init && !reason.is_normal() && init_policy == InitFailurePolicy::ShutdownSupervisor {
         sup.children.remove(slot);
-        let why = Error::new(ErrorCode::ChildInitFailed).with_context(my_address.to_string()).caused_by(reason);
+        let why = Error::new(ErrorCode::ChildInitFailed)
+            .with_context(my_address.to_string())
+            .caused_by(reason);
         return lifecycle::request_own_shutdown(core, me, why);
     }
     let decision = match record.supervision.as_deref_mut() {
@@ -179,7 +194,9 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
             // A restarting child counts as initializing: the supervisor's init waits for it.
             record.initializing = true;
             sup.initializing += 1;
-            let timer = core.timers.start(now + delay, me, TimerAction::Restart { slot });
+            let timer = core
+                .timers
+                .start(now + delay, me, TimerAction::Restart { slot });
             if let Some(record) = core
                 .actors
                 .get_mut(me)
@@ -191,8 +208,14 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
         }
         Decision::GiveUp(limit) => {
             let record = sup.children.remove(slot);
-            let escalate = record.supervision.as_ref().is_some_and(|s| s.config.escalate);
-            let autoshutdown = record.supervision.as_ref().is_some_and(|s| s.config.autoshutdown);
+            let escalate = record
+                .supervision
+                .as_ref()
+                .is_some_and(|s| s.config.escalate);
+            let autoshutdown = record
+                .supervision
+                .as_ref()
+                .is_some_and(|s| s.config.autoshutdown);
             let cause = match limit {
                 Some(limit) => {
                     tracing::warn!(supervisor = %my_address, %child, %reason, "restart limit reached: giving up");
@@ -201,13 +224,17 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
                 None => reason,
             };
             if escalate && !cause.is_normal() {
-                let why = Error::new(ErrorCode::FailureEscalation).with_context(my_address.to_string()).caused_by(cause);
+                let why = Error::new(ErrorCode::FailureEscalation)
+                    .with_context(my_address.to_string())
+                    .caused_by(cause);
                 lifecycle::request_own_shutdown(core, me, why);
             } else if autoshutdown {
                 let why = if cause.is_normal() {
                     Error::normal().with_context(format!("{child} ended"))
                 } else {
-                    Error::new(ErrorCode::ChildDown).with_context(my_address.to_string()).caused_by(cause)
+                    Error::new(ErrorCode::ChildDown)
+                        .with_context(my_address.to_string())
+                        .caused_by(cause)
                 };
                 lifecycle::request_own_shutdown(core, me, why);
             } else if my_state == ActorState::Initializing {
@@ -219,17 +246,45 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
 
 /// The restart delay of the child in `slot` is over: make a new instance.
 pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize) {
-    let Some(cell) = core.actors.get_mut(me) else { return };
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     let parent = cell.address.clone();
-    let Some(record) = cell.supervisor.as_deref_mut().and_then(|s| s.children.get_mut(slot)) else { return };
+    let Some(record) = cell
+        .supervisor
+        .as_deref_mut()
+        .and_then(|s| s.children.get_mut(slot))
+    else {
+        return;
+    };
     if record.state != ChildState::Restarting {
         return;
     }
     record.restart_timer = None;
-    let Some(mut respawn) = record.supervision.as_deref_mut().and_then(|s| s.respawn.take()) else { return };
-    let result = respawn(core, ParentLink { address: parent.clone(), slot });
-    let Some(sup) = core.actors.get_mut(me).and_then(|c| c.supervisor.as_deref_mut()) else { return };
-    let Some(record) = sup.children.get_mut(slot) else { return };
+    let Some(mut respawn) = record
+        .supervision
+        .as_deref_mut()
+        .and_then(|s| s.respawn.take())
+    else {
+        return;
+    };
+    let result = respawn(
+        core,
+        ParentLink {
+            address: parent.clone(),
+            slot,
+        },
+    );
+    let Some(sup) = core
+        .actors
+        .get_mut(me)
+        .and_then(|c| c.supervisor.as_deref_mut())
+    else {
+        return;
+    };
+    let Some(record) = sup.children.get_mut(slot) else {
+        return;
+    };
     if let Some(supervision) = record.supervision.as_deref_mut() {
         supervision.respawn = Some(respawn);
     }

@@ -1,0 +1,263 @@
+//! `Core`: everything one locality holds, and what handlers reach through `Context`.
+
+use super::Stats;
+use super::shared::{LocalityShared, Remote};
+use crate::actor::ActorCell;
+use crate::address::Address;
+use crate::arena::{Arena, Key, remove_key};
+use crate::error::Error;
+use crate::inspect::Inspect;
+use crate::lifecycle;
+use crate::message::{Deliver, Queue, UserEnvelope};
+use crate::request::PendingRequest;
+use crate::subscription::{AddressSlot, SubscriptionRecord};
+use crate::timer::{TimerAction, TimerId, Timers};
+use smallvec::SmallVec;
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The state of a locality, handed to handlers through [`Context`](crate::Context).
+pub(crate) struct Core {
+    pub(crate) shared: Arc<LocalityShared>,
+    pub(crate) now: Instant,
+    /// `false` until the first `dispatch` sets the clock.
+    pub(super) clock_set: bool,
+    pub(crate) actors: Arena<ActorCell>,
+    pub(crate) addresses: Arena<AddressSlot>,
+    pub(crate) subscriptions: Arena<SubscriptionRecord>,
+    pub(crate) requests: Arena<PendingRequest>,
+    pub(crate) queue: Queue,
+    pub(crate) timers: Timers,
+    pub(crate) stats: Stats,
+    pub(crate) inspect: Inspect,
+    pub(super) mail: Vec<Box<dyn Remote>>,
+    pub(super) seq: u64,
+    pub(super) roots: usize,
+    pub(super) rooted: bool,
+    pub(super) exit: Option<Error>,
+    pub(super) fault: Option<Error>,
+    pub(super) on_violation: Option<ViolationHandler>,
+}
+
+type ViolationHandler = Box<dyn FnMut(&Error) -> ViolationAction>;
+
+/// What to do about a contract violation (such as a shutdown that timed out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViolationAction {
+    /// Stop the locality: it finishes with the error as its exit reason (the default).
+    Stop,
+    /// Log it and carry on: the stuck actor stays where it is. Resources it
+    /// holds may leak; rotor calls this "very shaky ground".
+    Continue,
+}
+
+impl Core {
+    pub(super) fn new(name: Option<String>, now: Instant) -> Core {
+        Core {
+            shared: Arc::new(LocalityShared::new(name)),
+            now,
+            clock_set: false,
+            actors: Arena::default(),
+            addresses: Arena::default(),
+            subscriptions: Arena::default(),
+            requests: Arena::default(),
+            queue: Queue::default(),
+            timers: Timers::default(),
+            stats: Stats::default(),
+            inspect: Inspect::from_env(),
+            mail: Vec::new(),
+            seq: 0,
+            roots: 0,
+            rooted: false,
+            exit: None,
+            fault: None,
+            on_violation: None,
+        }
+    }
+
+    pub(crate) fn id(&self) -> u32 {
+        self.shared.id
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    pub(crate) fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// Appends an envelope to the FIFO queue.
+    pub(crate) fn enqueue<E: Deliver>(&mut self, envelope: E) {
+        self.queue.push(envelope);
+    }
+
+    /// Sends a user message: queued here, or posted to the address's locality.
+    pub(crate) fn send<M: Send + 'static>(&mut self, to: &Address, sender: Key, message: M) {
+        if to.locality_id() == self.id() {
+            self.queue.push(UserEnvelope {
+                dest: to.key(),
+                sender,
+                message,
+            });
+        } else {
+            let accepted = to.0.locality.post_user(to.key(), message).is_ok();
+            if !accepted {
+                self.stats.dropped_closed += 1;
+            }
+            crate::inspect::forwarded::<M>(self, sender, to, accepted);
+        }
+    }
+
+    /// Sends framework traffic to any address; `false` if the address's
+    /// locality has finished (the message is dropped).
+    pub(crate) fn send_system(&mut self, to: &Address, msg: lifecycle::SystemMsg) -> bool {
+        let envelope = lifecycle::SysEnvelope {
+            dest: to.key(),
+            msg,
+        };
+        if to.locality_id() == self.id() {
+            self.queue.push(envelope);
+            true
+        } else if to.0.locality.post(Box::new(envelope)) {
+            true
+        } else {
+            self.stats.dropped_closed += 1;
+            false
+        }
+    }
+
+    /// Removes an identity of actor `me` (and every subscription on it).
+    pub(crate) fn remove_identity(&mut self, me: Key, address: &Address) {
+        if address.locality_id() != self.id() {
+            return;
+        }
+        if let Some(cell) = self.actors.get_mut(me) {
+            remove_key(&mut cell.identities, address.key());
+        }
+        crate::subscription::remove_address(self, address.key());
+    }
+
+    pub(crate) fn create_address_slot(
+        &mut self,
+        actor: Cow<'static, str>,
+        seq: u64,
+        identity: Option<Cow<'static, str>>,
+    ) -> (Key, Address) {
+        let shared = &self.shared;
+        let key = self.addresses.insert_with(|key| AddressSlot {
+            owner: Key::NONE,
+            address: Address::new(shared.clone(), key, actor, seq, identity),
+            channels: SmallVec::new(),
+        });
+        let address = self
+            .addresses
+            .get(key)
+            .expect("just inserted")
+            .address
+            .clone();
+        (key, address)
+    }
+
+    pub(crate) fn create_identity(&mut self, me: Key, label: Cow<'static, str>) -> Address {
+        let cell = self.actors.get(me).expect("a running actor has its cell");
+        let (name, seq) = (cell.name.clone(), cell.address.0.seq);
+        let (key, address) = self.create_address_slot(name, seq, Some(label));
+        if let Some(slot) = self.addresses.get_mut(key) {
+            slot.owner = me;
+        }
+        if let Some(cell) = self.actors.get_mut(me) {
+            cell.identities.push(key);
+        }
+        address
+    }
+
+    pub(crate) fn cancel_user_timer(&mut self, me: Key, timer: Key) -> bool {
+        if let Some(cell) = self.actors.get_mut(me) {
+            remove_key(&mut cell.timers, timer);
+        }
+        self.timers.cancel(timer).is_some()
+    }
+
+    pub(crate) fn root_spawned(&mut self) {
+        self.roots += 1;
+        self.rooted = true;
+    }
+
+    pub(crate) fn root_finished(&mut self, reason: Error) {
+        self.roots -= 1;
+        if self.exit.as_ref().is_none_or(Error::is_normal) {
+            self.exit = Some(reason);
+        }
+        if self.roots == 0 {
+            self.finish();
+        }
+    }
+
+    /// A broken contract (such as a shutdown timeout): the handler decides;
+    /// by default the locality stops with the error.
+    pub(crate) fn contract_violation(&mut self, error: Error) {
+        tracing::error!(locality = %self.name(), %error, "contract violation");
+        let action = match self.on_violation.as_mut() {
+            Some(handler) => handler(&error),
+            None => ViolationAction::Stop,
+        };
+        if action == ViolationAction::Stop {
+            self.fault.get_or_insert(error);
+            self.finish();
+        }
+    }
+
+    pub(super) fn finish(&mut self) {
+        self.shared.close();
+        self.queue.clear();
+    }
+
+    pub(super) fn is_finished(&self) -> bool {
+        self.fault.is_some() || (self.rooted && self.roots == 0)
+    }
+
+    pub(super) fn drain_mail(&mut self) {
+        if !self.shared.has_mail() {
+            return;
+        }
+        let mut mail = std::mem::take(&mut self.mail);
+        self.shared.take_mail(&mut mail);
+        for item in mail.drain(..) {
+            item.localize(self);
+        }
+        self.mail = mail;
+    }
+
+    /// Fires due timers, at most `limit` of them.
+    pub(super) fn fire_due_timers(&mut self, limit: usize) -> usize {
+        let mut fired = 0;
+        while fired < limit {
+            let Some((key, entry)) = self.timers.pop_due(self.now) else {
+                break;
+            };
+            fired += 1;
+            let owner = entry.owner;
+            match entry.action {
+                TimerAction::User(callback) => {
+                    if let Some(cell) = self.actors.get_mut(owner) {
+                        remove_key(&mut cell.timers, key);
+                    }
+                    callback(self, owner, TimerId(key));
+                }
+                TimerAction::InitTimeout => lifecycle::on_init_timeout(self, owner),
+                TimerAction::ShutdownTimeout => lifecycle::on_shutdown_timeout(self, owner),
+                TimerAction::Request(request) => crate::request::on_timeout(self, request),
+                TimerAction::Restart { slot } => {
+                    crate::supervisor::restart::restart_child(self, owner, slot)
+                }
+            }
+            if self.is_finished() {
+                break;
+            }
+        }
+        fired
+    }
+}
