@@ -1,19 +1,19 @@
-//! [`Builder`]: spawning an actor in code, and the spec that respawns it.
+//! [`Builder`]: spawning an actor in code, here or on another locality.
 
-use crate::actor::{Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink, default_name};
+use crate::actor::{Actor, ActorConfig, ActorState, ParentLink, default_name};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
-use crate::lifecycle;
-use crate::locality::Core;
+use crate::locality::{Core, LocalityHandle};
 use crate::plugin::Plugin;
-use crate::registry::Registry;
+use crate::spawn::{PluginFactory, Settings, SharedFactory, Spec, spawn_elsewhere, spawn_instance};
 use crate::supervisor::restart::{Respawn, RestartPolicy, Supervision, SupervisionConfig};
-use crate::supervisor::{ChildRecord, ChildState, SupervisorConfig, SupervisorState};
-use smallvec::SmallVec;
+use crate::supervisor::{ChildRecord, ChildState, SupervisorConfig};
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Where a new actor goes.
@@ -29,41 +29,56 @@ enum Source<A> {
     Factory(Box<dyn FnMut() -> A>),
 }
 
-type PluginFactory<A> = Rc<dyn Fn() -> Box<dyn Plugin<A>>>;
-
-/// Everything needed to make one instance of an actor (again, on a restart).
-struct Spec<A: Actor> {
-    name: Cow<'static, str>,
-    config: ActorConfig,
-    supervisor: Option<SupervisorConfig>,
-    registry: Option<Address>,
-    register_as: Vec<Cow<'static, str>>,
+/// Builder target: the actor is made on this locality (the default).
+pub struct Here<A> {
+    source: Source<A>,
     plugins: Vec<PluginFactory<A>>,
 }
 
-/// Configures and spawns one actor; [`finish`](Builder::finish) makes it.
+/// Builder target: the actor is made on another locality, from a factory
+/// called there ([`Context::spawn_on`](crate::Context::spawn_on)).
+pub struct Elsewhere<A> {
+    handle: LocalityHandle,
+    factory: SharedFactory<A>,
+}
+
+impl<A> fmt::Debug for Here<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Here")
+    }
+}
+
+impl<A> fmt::Debug for Elsewhere<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Elsewhere({})", self.handle.name())
+    }
+}
+
+/// Configures and spawns one actor; `finish` makes it.
 ///
 /// Made by [`Locality::spawn_root`](crate::Locality::spawn_root),
-/// [`Locality::spawn`](crate::Locality::spawn), [`Context::spawn`](crate::Context::spawn)
-/// or their `spawn_with` forms, which take a factory so that the actor can be
-/// restarted (see [`restart`](Builder::restart)).
+/// [`Locality::spawn`](crate::Locality::spawn), [`Context::spawn`](crate::Context::spawn),
+/// their `spawn_with` forms, which take a factory so that the actor can be
+/// restarted (see [`restart`](Builder::restart)), and `spawn_on`, which makes
+/// the actor on another locality.
 #[must_use = "an actor is spawned only by `finish()`"]
-pub struct Builder<'a, A: Actor> {
+pub struct Builder<'a, A: Actor, T = Here<A>> {
     core: &'a mut Core,
     parent: Parent,
-    source: Source<A>,
+    target: T,
     name: Option<Cow<'static, str>>,
     config: ActorConfig,
     supervisor: Option<SupervisorConfig>,
     registry: Option<Address>,
     register_as: Vec<Cow<'static, str>>,
-    plugins: Vec<PluginFactory<A>>,
     supervision: SupervisionConfig,
+    _actor: PhantomData<fn() -> A>,
 }
 
-impl<A: Actor> fmt::Debug for Builder<'_, A> {
+impl<A: Actor, T: fmt::Debug> fmt::Debug for Builder<'_, A, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
+            .field("target", &self.target)
             .field("name", &self.name)
             .field("config", &self.config)
             .field("supervision", &self.supervision)
@@ -78,7 +93,14 @@ impl<'a, A: Actor> Builder<'a, A> {
     }
 
     pub(crate) fn with_parent(core: &'a mut Core, parent: Parent, actor: A) -> Self {
-        Self::from_source(core, parent, Source::Value(actor))
+        Builder::make(
+            core,
+            parent,
+            Here {
+                source: Source::Value(actor),
+                plugins: Vec::new(),
+            },
+        )
     }
 
     pub(crate) fn with_factory(
@@ -86,21 +108,49 @@ impl<'a, A: Actor> Builder<'a, A> {
         parent: Parent,
         factory: impl FnMut() -> A + 'static,
     ) -> Self {
-        Self::from_source(core, parent, Source::Factory(Box::new(factory)))
+        Builder::make(
+            core,
+            parent,
+            Here {
+                source: Source::Factory(Box::new(factory)),
+                plugins: Vec::new(),
+            },
+        )
     }
+}
 
-    fn from_source(core: &'a mut Core, parent: Parent, source: Source<A>) -> Self {
+impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
+    pub(crate) fn elsewhere(
+        core: &'a mut Core,
+        parent: Parent,
+        handle: &LocalityHandle,
+        factory: impl FnMut() -> A + Send + 'static,
+    ) -> Self {
+        let factory: SharedFactory<A> = Arc::new(Mutex::new(factory));
+        Builder::make(
+            core,
+            parent,
+            Elsewhere {
+                handle: handle.clone(),
+                factory,
+            },
+        )
+    }
+}
+
+impl<'a, A: Actor, T> Builder<'a, A, T> {
+    fn make(core: &'a mut Core, parent: Parent, target: T) -> Self {
         Builder {
             core,
             parent,
-            source,
+            target,
             name: None,
             config: ActorConfig::default(),
             supervisor: None,
             registry: None,
             register_as: Vec::new(),
-            plugins: Vec::new(),
             supervision: SupervisionConfig::default(),
+            _actor: PhantomData,
         }
     }
 
@@ -129,14 +179,6 @@ impl<'a, A: Actor> Builder<'a, A> {
         self
     }
 
-    /// Adds a user plugin: it votes on init after the built-in plugins, in the
-    /// order added, and on shutdown in reverse order. Each instance of the
-    /// actor (a restart makes a new one) gets its own clone.
-    pub fn plugin<P: Plugin<A> + Clone>(mut self, plugin: P) -> Self {
-        self.plugins.push(Rc::new(move || Box::new(plugin.clone())));
-        self
-    }
-
     /// Registers the actor's main address under `name` in its registry while it
     /// initializes; init fails with `AlreadyRegistered` if the name is taken.
     pub fn register_as(mut self, name: impl Into<Cow<'static, str>>) -> Self {
@@ -153,7 +195,7 @@ impl<'a, A: Actor> Builder<'a, A> {
     /// When the actor goes down, its supervisor restarts it (a new instance
     /// from the factory) as `policy` says, after the restart delay, at most
     /// as often as the restart limit allows (default: 3 restarts in 5 s).
-    /// Needs a factory: spawn with `spawn_with`.
+    /// Needs a factory: spawn with `spawn_with` (or `spawn_on`).
     pub fn restart(mut self, policy: RestartPolicy) -> Self {
         self.supervision.policy = policy;
         self
@@ -194,34 +236,27 @@ impl<'a, A: Actor> Builder<'a, A> {
         self
     }
 
-    /// Spawns the actor and returns its main address. It initializes in a
-    /// later dispatch step.
-    ///
-    /// Errors: [`ErrorCode::NotASupervisor`] if the parent is not a supervisor,
-    /// [`ErrorCode::SupervisorShuttingDown`] if it is shutting down or gone,
-    /// [`ErrorCode::ForeignAddress`] if it lives on another locality,
-    /// [`ErrorCode::InvalidArgument`] for a restart policy without a factory, or
-    /// supervision settings on a root (it has no supervisor).
-    pub fn finish(self) -> Result<Address> {
+    /// Checks the parent and the supervision settings; returns the parent
+    /// (`None` for a root) and what the builder holds.
+    fn prepare(self, has_factory: bool) -> Result<Prepared<'a, T>> {
         let Builder {
             core,
             parent,
-            source,
+            target,
             name,
             config,
             supervisor,
             registry,
             register_as,
-            plugins,
             supervision,
+            ..
         } = self;
         let parent = match parent {
             Parent::Invalid(error) => return Err(error),
             Parent::Root => None,
             Parent::Local(key) => Some(check_parent(core, key)?),
         };
-        let restarts = supervision.policy != RestartPolicy::Never;
-        if restarts && matches!(source, Source::Value(_)) {
+        if supervision.policy != RestartPolicy::Never && !has_factory {
             let why = "a restarted actor needs a factory: spawn it with `spawn_with`";
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         }
@@ -232,35 +267,67 @@ impl<'a, A: Actor> Builder<'a, A> {
         let inherited = parent
             .and_then(|p| core.actors.get(p))
             .and_then(|p| p.registry.clone());
-        let spec = Spec {
-            name: name.unwrap_or_else(default_name::<A>),
+        let name = name.unwrap_or_else(default_name::<A>);
+        let settings = Settings {
+            name,
             config,
             supervisor,
             registry: registry.or(inherited),
             register_as,
-            plugins,
         };
-        let Some(parent) = parent else {
-            let actor = match source {
-                Source::Value(actor) => actor,
-                Source::Factory(mut factory) => factory(),
-            };
-            core.root_spawned();
-            return spawn_instance(core, None, &spec, actor);
-        };
-        let parent_cell = core.actors.get_mut(parent).expect("checked above");
-        let parent_address = parent_cell.address.clone();
-        let slot = parent_cell
-            .supervisor
-            .as_deref()
-            .expect("checked above")
-            .children
-            .vacant_key();
-        let spec = Rc::new(spec);
+        Ok(Prepared {
+            core,
+            parent,
+            target,
+            settings,
+            supervision,
+        })
+    }
+}
+
+/// A checked builder, taken apart.
+struct Prepared<'a, T> {
+    core: &'a mut Core,
+    parent: Option<Key>,
+    target: T,
+    settings: Settings,
+    supervision: SupervisionConfig,
+}
+
+impl<'a, A: Actor> Builder<'a, A> {
+    /// Adds a user plugin: it votes on init after the built-in plugins, in the
+    /// order added, and on shutdown in reverse order. Each instance of the
+    /// actor (a restart makes a new one) gets its own clone.
+    pub fn plugin<P: Plugin<A> + Clone>(mut self, plugin: P) -> Self {
+        self.target
+            .plugins
+            .push(Rc::new(move || Box::new(plugin.clone())));
+        self
+    }
+
+    /// Spawns the actor and returns its main address. It initializes in a
+    /// later dispatch step.
+    ///
+    /// Errors: [`ErrorCode::NotASupervisor`] if the parent is not a supervisor,
+    /// [`ErrorCode::SupervisorShuttingDown`] if it is shutting down or gone,
+    /// [`ErrorCode::ForeignAddress`] if it lives on another locality,
+    /// [`ErrorCode::InvalidArgument`] for a restart policy without a factory, or
+    /// supervision settings on a root (it has no supervisor).
+    pub fn finish(self) -> Result<Address> {
+        let has_factory = matches!(self.target.source, Source::Factory(_));
+        let Prepared {
+            core,
+            parent,
+            target: Here { source, plugins },
+            settings,
+            supervision,
+        } = self.prepare(has_factory)?;
+        let spec = Rc::new(Spec { settings, plugins });
         let (actor, respawn) = match source {
             Source::Value(actor) => (actor, None),
             Source::Factory(mut factory) => {
                 let actor = factory();
+                let restarts = supervision.policy != RestartPolicy::Never;
                 let respawn = restarts.then(|| {
                     let spec = spec.clone();
                     Box::new(move |core: &mut Core, link: ParentLink| {
@@ -270,85 +337,117 @@ impl<'a, A: Actor> Builder<'a, A> {
                 (actor, respawn)
             }
         };
-        let link = ParentLink {
-            address: parent_address,
-            slot,
+        let Some(parent) = parent else {
+            core.anchor();
+            return spawn_instance(core, None, &spec, actor);
         };
+        let (link, slot) = child_slot(core, parent);
         let address = spawn_instance(core, Some(link), &spec, actor)?;
-        let supervision = supervision
-            .is_set()
-            .then(|| Box::new(Supervision::new(supervision, respawn)));
-        let record = ChildRecord {
-            address: Some(address.clone()),
-            state: ChildState::Initializing,
-            initializing: true,
+        add_child(
+            core,
+            parent,
+            slot,
+            Some(address.clone()),
             supervision,
-            restart_timer: None,
-        };
-        let sup = core
-            .actors
-            .get_mut(parent)
-            .and_then(|c| c.supervisor.as_deref_mut())
-            .expect("checked above");
-        let inserted = sup.children.insert(record);
-        debug_assert_eq!(
-            inserted, slot,
-            "nothing else was added to the supervisor meanwhile"
+            respawn,
         );
-        sup.initializing += 1;
         Ok(address)
     }
 }
 
-/// Makes one instance of an actor: its cell, its address, its `Init`, and
-/// (for a supervisor made `with_registry`) its registry child.
-fn spawn_instance<A: Actor>(
+impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
+    /// Asks the other locality to make the actor, as a child of this
+    /// supervisor. Its address is made there and reported back to the
+    /// supervisor; find the actor by name through a registry
+    /// ([`register_as`](Builder::register_as)) or have it announce itself.
+    ///
+    /// Errors: as [`Builder::finish`], and [`ErrorCode::LocalityFinished`] if
+    /// the other locality has finished.
+    pub fn finish(self) -> Result<()> {
+        let Prepared {
+            core,
+            parent,
+            target: Elsewhere { handle, factory },
+            settings,
+            supervision,
+        } = self.prepare(true)?;
+        let Some(parent) = parent else {
+            let why = "an actor on another locality needs a supervisor here";
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+        };
+        let (link, slot) = child_slot(core, parent);
+        spawn_elsewhere(
+            &handle,
+            link.address.clone(),
+            slot,
+            factory.clone(),
+            settings.clone(),
+        )?;
+        let respawn = (supervision.policy != RestartPolicy::Never).then(|| {
+            Box::new(move |_: &mut Core, link: ParentLink| {
+                spawn_elsewhere(
+                    &handle,
+                    link.address,
+                    link.slot,
+                    factory.clone(),
+                    settings.clone(),
+                )
+                .map(|()| None)
+            }) as Respawn
+        });
+        add_child(core, parent, slot, None, supervision, respawn);
+        Ok(())
+    }
+}
+
+/// The slot the next child of `parent` gets, and the link to put in the child.
+fn child_slot(core: &mut Core, parent: Key) -> (ParentLink, usize) {
+    let cell = core.actors.get(parent).expect("checked by prepare");
+    let slot = cell
+        .supervisor
+        .as_deref()
+        .expect("checked by prepare")
+        .children
+        .vacant_key();
+    (
+        ParentLink {
+            address: cell.address.clone(),
+            slot,
+        },
+        slot,
+    )
+}
+
+/// Records a new child in `parent`'s `slot` (as `child_slot` said).
+fn add_child(
     core: &mut Core,
-    parent: Option<ParentLink>,
-    spec: &Spec<A>,
-    actor: A,
-) -> Result<Address> {
-    let mut boxed = ActorBox::new(actor);
-    boxed.plugins = spec.plugins.iter().map(|make| make()).collect();
-    boxed.register_as = spec.register_as.clone();
-    let seq = core.next_seq();
-    let (address_key, address) = core.create_address_slot(spec.name.clone(), seq, None);
-    let cell = ActorCell {
-        name: spec.name.clone(),
-        actor: Some(Box::new(boxed)),
-        state: ActorState::New,
-        address: address.clone(),
-        identities: SmallVec::new(),
-        subscriptions: SmallVec::new(),
-        timers: SmallVec::new(),
-        requests: SmallVec::new(),
-        parent,
-        config: spec.config,
-        supervisor: spec
-            .supervisor
-            .clone()
-            .map(|c| Box::new(SupervisorState::new(c))),
-        reason: None,
-        init_failure: None,
-        lifecycle_timer: None,
-        registry: spec.registry.clone(),
-        plugins: None,
+    parent: Key,
+    slot: usize,
+    address: Option<Address>,
+    supervision: SupervisionConfig,
+    respawn: Option<Respawn>,
+) {
+    let supervision = supervision
+        .is_set()
+        .then(|| Box::new(Supervision::new(supervision, respawn)));
+    let record = ChildRecord {
+        address,
+        state: ChildState::Initializing,
+        initializing: true,
+        supervision,
+        restart_timer: None,
     };
-    let me = core.actors.insert(cell);
-    if let Some(slot) = core.addresses.get_mut(address_key) {
-        slot.owner = me;
-    }
-    tracing::debug!(actor = %address, "spawned");
-    lifecycle::start_lifecycle(core, &address);
-    if spec.supervisor.as_ref().is_some_and(|s| s.registry) {
-        let registry = Builder::new(core, Some(me), Registry::default())
-            .name("registry")
-            .finish()?;
-        if let Some(cell) = core.actors.get_mut(me) {
-            cell.registry = Some(registry);
-        }
-    }
-    Ok(address)
+    let sup = core
+        .actors
+        .get_mut(parent)
+        .and_then(|c| c.supervisor.as_deref_mut())
+        .expect("checked by prepare");
+    let inserted = sup.children.insert(record);
+    debug_assert_eq!(
+        inserted, slot,
+        "nothing else was added to the supervisor meanwhile"
+    );
+    sup.initializing += 1;
 }
 
 fn check_parent(core: &Core, key: Key) -> Result<Key> {

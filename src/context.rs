@@ -299,6 +299,24 @@ impl<'a, A: Actor> Context<'a, A> {
         Builder::with_factory(self.core, crate::builder::Parent::Local(self.me), factory)
     }
 
+    /// Starts building a child made on another locality (see
+    /// [`LocalityHandle`](crate::LocalityHandle)): `factory` is sent there and
+    /// called there, so the actor need not be `Send`. This actor must be a
+    /// supervisor; the tree then spans localities, and init, start, shutdown,
+    /// restarts and escalation compose across them.
+    pub fn spawn_on<B: Actor>(
+        &mut self,
+        locality: &crate::LocalityHandle,
+        factory: impl FnMut() -> B + Send + 'static,
+    ) -> Builder<'_, B, crate::Elsewhere<B>> {
+        Builder::elsewhere(
+            self.core,
+            crate::builder::Parent::Local(self.me),
+            locality,
+            factory,
+        )
+    }
+
     /// Starts building a child actor; this actor must be a supervisor.
     pub fn spawn<B: Actor>(&mut self, actor: B) -> Builder<'_, B> {
         Builder::new(self.core, Some(self.me), actor)

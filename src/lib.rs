@@ -101,6 +101,7 @@ mod message;
 mod plugin;
 mod registry;
 mod request;
+mod spawn;
 mod subscription;
 mod supervisor;
 mod system;
@@ -108,10 +109,12 @@ mod timer;
 
 pub use actor::{Actor, ActorConfig, ActorState};
 pub use address::Address;
-pub use builder::Builder;
+pub use builder::{Builder, Elsewhere, Here};
 pub use context::{Context, Discovery, SubscriptionId};
 pub use error::{Error, ErrorCode, Result, SendError};
-pub use locality::{DEFAULT_BUDGET, Locality, RESERVED_TOKENS, Stats, ViolationAction};
+pub use locality::{
+    DEFAULT_BUDGET, Locality, LocalityHandle, RESERVED_TOKENS, Stats, ViolationAction,
+};
 pub use plugin::{Plugin, Vote};
 pub use registry::{Deregister, Discover, Register, Registry};
 pub use request::{CancelRequest, Request, RequestId, RequestMsg, Response};

@@ -45,6 +45,12 @@ pub(crate) enum SystemMsg {
     },
     /// An actor to itself: something changed, count the votes again.
     Poll,
+    /// Another locality → supervisor: the child for `slot` was made there
+    /// (or could not be).
+    ChildSpawned {
+        slot: usize,
+        result: Result<Address, Error>,
+    },
     /// Client → server: link me.
     LinkRequest { client: Address, server: Address },
     /// Server → client: the link is made, or refused.
@@ -69,6 +75,7 @@ impl SystemMsg {
             SystemMsg::ShutdownRequest { .. } => "ShutdownRequest",
             SystemMsg::ChildDown { .. } => "ChildDown",
             SystemMsg::Poll => "Poll",
+            SystemMsg::ChildSpawned { .. } => "ChildSpawned",
             SystemMsg::LinkRequest { .. } => "LinkRequest",
             SystemMsg::LinkResponse { .. } => "LinkResponse",
             SystemMsg::UnlinkRequest { .. } => "UnlinkRequest",
@@ -87,7 +94,7 @@ impl Deliver for SysEnvelope {
     fn deliver(self, core: &mut Core) {
         crate::inspect::system(core, self.dest, &self.msg);
         let Some(me) = core.addresses.get(self.dest).map(|slot| slot.owner) else {
-            return link::undeliverable(core, self.msg);
+            return undeliverable(core, self.msg);
         };
         match self.msg {
             SystemMsg::Init => on_init(core, me),
@@ -111,6 +118,9 @@ impl Deliver for SysEnvelope {
                 restart,
             } => supervisor::restart::on_child_down(core, me, slot, child, reason, restart),
             SystemMsg::Poll => poll(core, me),
+            SystemMsg::ChildSpawned { slot, result } => {
+                supervisor::on_child_spawned(core, me, slot, result)
+            }
             SystemMsg::LinkRequest { client, server } => link::on_request(core, me, client, server),
             SystemMsg::LinkResponse { server, result, .. } => {
                 link::on_response(core, me, server, result)
@@ -386,19 +396,35 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     tracing::debug!(actor = %cell.address, %reason, "shut down");
     match &cell.parent {
         Some(parent) => {
-            core.send_system(
-                &parent.address,
-                SystemMsg::ChildDown {
-                    slot: parent.slot,
-                    child: ChildId::of(&cell.address),
-                    reason,
-                    restart,
-                },
-            );
+            let down = SystemMsg::ChildDown {
+                slot: parent.slot,
+                child: ChildId::of(&cell.address),
+                reason,
+                restart,
+            };
+            core.send_system(&parent.address, down);
+            if parent.address.locality_id() != core.id() {
+                core.unanchor(None);
+            }
         }
-        None => core.root_finished(reason),
+        None => core.unanchor(Some(reason)),
     }
     drop(cell);
+}
+
+/// A framework message whose address is gone: answer for the missing actor.
+fn undeliverable(core: &mut Core, msg: SystemMsg) {
+    match msg {
+        // The supervisor went away while its child was being made elsewhere.
+        SystemMsg::ChildSpawned {
+            result: Ok(child), ..
+        } => {
+            let reason =
+                Error::new(ErrorCode::SupervisorShutdown).with_context("supervisor is gone");
+            core.send_system(&child, SystemMsg::ShutdownRequest { reason });
+        }
+        other => link::undeliverable(core, other),
+    }
 }
 
 /// Sends `Init` to a freshly spawned actor.

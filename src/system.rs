@@ -71,6 +71,11 @@ impl System {
         self.poll.registry()
     }
 
+    /// See [`Locality::handle`].
+    pub fn handle(&self) -> crate::LocalityHandle {
+        self.locality.handle()
+    }
+
     /// See [`Locality::spawn_root`].
     pub fn spawn_root<A: Actor>(&mut self, actor: A) -> Builder<'_, A> {
         self.locality.spawn_root(actor)
@@ -90,6 +95,16 @@ impl System {
         self.locality.spawn_with(supervisor, factory)
     }
 
+    /// See [`Locality::spawn_on`].
+    pub fn spawn_on<A: Actor>(
+        &mut self,
+        locality: &crate::LocalityHandle,
+        supervisor: &Address,
+        factory: impl FnMut() -> A + Send + 'static,
+    ) -> Builder<'_, A, crate::Elsewhere<A>> {
+        self.locality.spawn_on(locality, supervisor, factory)
+    }
+
     /// See [`Locality::send`].
     pub fn send<M: Send + 'static>(
         &mut self,
@@ -106,11 +121,16 @@ impl System {
 
     /// Runs the loop until every root actor has shut down.
     ///
-    /// Errors: [`ErrorCode::InvalidArgument`] if no root actor was spawned;
+    /// A system with no actor of its own may serve others through its
+    /// [`handle`](System::handle): it runs until its actors are gone and the
+    /// last handle is dropped.
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`] if no actor was spawned and no
+    /// handle made;
     /// the root's shutdown reason if it was not normal; [`ErrorCode::Io`] if
     /// polling fails.
     pub fn run(&mut self) -> Result<()> {
-        if !self.locality.is_finished() && self.locality.stats().actors == 0 {
+        if !self.locality.is_served() {
             return Err(Error::new(ErrorCode::InvalidArgument).with_context("no root actor to run"));
         }
         loop {

@@ -33,8 +33,10 @@ pub(crate) struct Core {
     pub(crate) inspect: Inspect,
     pub(super) mail: Vec<Box<dyn Remote>>,
     pub(super) seq: u64,
-    pub(super) roots: usize,
-    pub(super) rooted: bool,
+    /// Actors that keep the locality alive: roots, and children of
+    /// supervisors on other localities.
+    pub(super) anchors: usize,
+    pub(super) finished: bool,
     pub(super) exit: Option<Error>,
     pub(super) fault: Option<Error>,
     pub(super) on_violation: Option<ViolationHandler>,
@@ -68,8 +70,8 @@ impl Core {
             inspect: Inspect::from_env(),
             mail: Vec::new(),
             seq: 0,
-            roots: 0,
-            rooted: false,
+            anchors: 0,
+            finished: false,
             exit: None,
             fault: None,
             on_violation: None,
@@ -181,17 +183,29 @@ impl Core {
         self.timers.cancel(timer).is_some()
     }
 
-    pub(crate) fn root_spawned(&mut self) {
-        self.roots += 1;
-        self.rooted = true;
+    /// One more actor keeps the locality alive (a root, or a child of a
+    /// supervisor elsewhere).
+    pub(crate) fn anchor(&mut self) {
+        self.anchors += 1;
+        self.shared.mark_served();
     }
 
-    pub(crate) fn root_finished(&mut self, reason: Error) {
-        self.roots -= 1;
-        if self.exit.as_ref().is_none_or(Error::is_normal) {
+    /// An anchoring actor is gone; `reason` is its shutdown reason if it was a root.
+    pub(crate) fn unanchor(&mut self, root_reason: Option<Error>) {
+        self.anchors -= 1;
+        if let Some(reason) = root_reason
+            && self.exit.as_ref().is_none_or(Error::is_normal)
+        {
             self.exit = Some(reason);
         }
-        if self.roots == 0 {
+        self.check_finished();
+    }
+
+    /// Finishes the locality once nothing keeps it alive: no anchoring actor,
+    /// no handle (through which more could be spawned).
+    pub(crate) fn check_finished(&mut self) {
+        if !self.finished && self.anchors == 0 && self.shared.served() && self.shared.handles() == 0
+        {
             self.finish();
         }
     }
@@ -211,12 +225,13 @@ impl Core {
     }
 
     pub(super) fn finish(&mut self) {
+        self.finished = true;
         self.shared.close();
         self.queue.clear();
     }
 
     pub(super) fn is_finished(&self) -> bool {
-        self.fault.is_some() || (self.rooted && self.roots == 0)
+        self.finished
     }
 
     pub(super) fn drain_mail(&mut self) {

@@ -1,7 +1,10 @@
 //! [`Locality`]: the sequential execution context, ready to embed in a mio loop.
 
 mod core;
+mod handle;
 pub(crate) mod shared;
+
+pub use self::handle::LocalityHandle;
 
 pub(crate) use self::core::Core;
 pub use self::core::ViolationAction;
@@ -125,6 +128,12 @@ impl Locality {
         }
     }
 
+    /// A thread-safe handle, for spawning children here from supervisors on
+    /// other threads. While any handle lives, the locality does not finish.
+    pub fn handle(&self) -> LocalityHandle {
+        LocalityHandle::new(self.core.shared.clone())
+    }
+
     /// The locality's name.
     pub fn name(&self) -> &str {
         self.core.name()
@@ -171,6 +180,7 @@ impl Locality {
     /// the budget runs out with work left, [`has_pending`](Locality::has_pending)
     /// is `true`: poll without waiting and dispatch again.
     pub fn dispatch(&mut self, now: Instant) -> usize {
+        self.core.check_finished();
         let core = &mut self.core;
         if now > core.now || !core.clock_set {
             core.now = now;
@@ -246,7 +256,14 @@ impl Locality {
         self.core.now
     }
 
-    /// `true` once every root actor has shut down, or a contract was violated.
+    /// `true` if an actor was ever anchored here or a handle was made.
+    pub(crate) fn is_served(&self) -> bool {
+        self.core.shared.served()
+    }
+
+    /// `true` once every root actor (and every child of a supervisor on
+    /// another locality) has shut down and no [`LocalityHandle`] is left, or
+    /// once a contract was violated.
     pub fn is_finished(&self) -> bool {
         self.core.is_finished()
     }
@@ -283,6 +300,18 @@ impl Locality {
     ) -> Builder<'_, A> {
         let parent = self.parent(supervisor);
         Builder::with_factory(&mut self.core, parent, factory)
+    }
+
+    /// Starts building a child of the supervisor at `supervisor` (here), made
+    /// on the locality of `locality` (see [`Context::spawn_on`](crate::Context::spawn_on)).
+    pub fn spawn_on<A: Actor>(
+        &mut self,
+        locality: &LocalityHandle,
+        supervisor: &Address,
+        factory: impl FnMut() -> A + Send + 'static,
+    ) -> Builder<'_, A, crate::Elsewhere<A>> {
+        let parent = self.parent(supervisor);
+        Builder::elsewhere(&mut self.core, parent, locality, factory)
     }
 
     fn parent(&self, supervisor: &Address) -> Parent {

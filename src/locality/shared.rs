@@ -6,7 +6,7 @@ use crate::error::{Error, ErrorCode, SendError};
 use crate::locality::Core;
 use crate::message::UserEnvelope;
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// Something posted from another thread, made local again by the receiving locality.
@@ -26,6 +26,10 @@ pub(crate) struct LocalityShared {
     inbox: Mutex<Inbox>,
     waker: OnceLock<mio::Waker>,
     wake_pending: AtomicBool,
+    /// Live `LocalityHandle`s: while any exists, more may be spawned here.
+    handles: AtomicUsize,
+    /// Set once an actor was anchored here or a handle was made.
+    served: AtomicBool,
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(0);
@@ -42,6 +46,8 @@ impl LocalityShared {
             }),
             waker: OnceLock::new(),
             wake_pending: AtomicBool::new(false),
+            handles: AtomicUsize::new(0),
+            served: AtomicBool::new(false),
         }
     }
 
@@ -83,8 +89,32 @@ impl LocalityShared {
         true
     }
 
+    pub(crate) fn handle_made(&self) {
+        self.handles.fetch_add(1, Ordering::AcqRel);
+        self.mark_served();
+    }
+
+    /// A handle is gone; the last one wakes the loop, which may now finish.
+    pub(crate) fn handle_dropped(&self) {
+        if self.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.wake();
+        }
+    }
+
+    pub(crate) fn handles(&self) -> usize {
+        self.handles.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn mark_served(&self) {
+        self.served.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn served(&self) -> bool {
+        self.served.load(Ordering::Acquire)
+    }
+
     /// Wakes the loop unless a wake is already pending.
-    fn wake(&self) {
+    pub(crate) fn wake(&self) {
         if !self.wake_pending.swap(true, Ordering::AcqRel)
             && let Some(waker) = self.waker.get()
             && let Err(e) = waker.wake()

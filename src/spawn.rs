@@ -1,0 +1,148 @@
+//! Making actor instances: here, or on another locality by a posted request.
+
+use crate::actor::{Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink};
+use crate::address::Address;
+use crate::builder::Builder;
+use crate::error::{Error, ErrorCode, Result};
+use crate::lifecycle::{self, SystemMsg};
+use crate::locality::Core;
+use crate::locality::LocalityHandle;
+use crate::locality::shared::Remote;
+use crate::plugin::Plugin;
+use crate::registry::Registry;
+use crate::supervisor::{SupervisorConfig, SupervisorState};
+use smallvec::SmallVec;
+use std::borrow::Cow;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex, PoisonError};
+
+pub(crate) type PluginFactory<A> = Rc<dyn Fn() -> Box<dyn Plugin<A>>>;
+
+/// What every instance of an actor is made with (besides the actor value).
+#[derive(Clone)]
+pub(crate) struct Settings {
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) config: ActorConfig,
+    pub(crate) supervisor: Option<SupervisorConfig>,
+    pub(crate) registry: Option<Address>,
+    pub(crate) register_as: Vec<Cow<'static, str>>,
+}
+
+/// Settings plus the actor's plugin prototypes.
+pub(crate) struct Spec<A: Actor> {
+    pub(crate) settings: Settings,
+    pub(crate) plugins: Vec<PluginFactory<A>>,
+}
+
+/// Makes one instance of an actor: its cell, its address, its `Init`, and
+/// (for a supervisor made `with_registry`) its registry child.
+pub(crate) fn spawn_instance<A: Actor>(
+    core: &mut Core,
+    parent: Option<ParentLink>,
+    spec: &Spec<A>,
+    actor: A,
+) -> Result<Address> {
+    let s = &spec.settings;
+    let mut boxed = ActorBox::new(actor);
+    boxed.plugins = spec.plugins.iter().map(|make| make()).collect();
+    boxed.register_as = s.register_as.clone();
+    let seq = core.next_seq();
+    let (address_key, address) = core.create_address_slot(s.name.clone(), seq, None);
+    let cell = ActorCell {
+        name: s.name.clone(),
+        actor: Some(Box::new(boxed)),
+        state: ActorState::New,
+        address: address.clone(),
+        identities: SmallVec::new(),
+        subscriptions: SmallVec::new(),
+        timers: SmallVec::new(),
+        requests: SmallVec::new(),
+        parent,
+        config: s.config,
+        supervisor: s
+            .supervisor
+            .clone()
+            .map(|c| Box::new(SupervisorState::new(c))),
+        reason: None,
+        init_failure: None,
+        lifecycle_timer: None,
+        registry: s.registry.clone(),
+        plugins: None,
+    };
+    let me = core.actors.insert(cell);
+    if let Some(slot) = core.addresses.get_mut(address_key) {
+        slot.owner = me;
+    }
+    tracing::debug!(actor = %address, "spawned");
+    lifecycle::start_lifecycle(core, &address);
+    if s.supervisor.as_ref().is_some_and(|c| c.registry) {
+        let registry = Builder::new(core, Some(me), Registry::default())
+            .name("registry")
+            .finish()?;
+        if let Some(cell) = core.actors.get_mut(me) {
+            cell.registry = Some(registry);
+        }
+    }
+    Ok(address)
+}
+
+/// A factory that other threads may call: the actor is made where it lives.
+pub(crate) type SharedFactory<A> = Arc<Mutex<dyn FnMut() -> A + Send>>;
+
+/// Asks another locality to make a child of a supervisor here.
+struct SpawnRequest {
+    parent: Address,
+    slot: usize,
+    make: Box<dyn FnOnce(&mut Core, ParentLink) -> Result<Address> + Send>,
+}
+
+impl Remote for SpawnRequest {
+    fn localize(self: Box<Self>, core: &mut Core) {
+        let SpawnRequest { parent, slot, make } = *self;
+        core.anchor();
+        let result = make(
+            core,
+            ParentLink {
+                address: parent.clone(),
+                slot,
+            },
+        );
+        if result.is_err() {
+            core.unanchor(None);
+        }
+        core.send_system(&parent, SystemMsg::ChildSpawned { slot, result });
+    }
+}
+
+/// Posts a request to make a child (from `factory`, with `settings`) of the
+/// supervisor at `parent`, in its `slot`, on the locality of `handle`.
+pub(crate) fn spawn_elsewhere<A: Actor>(
+    handle: &LocalityHandle,
+    parent: Address,
+    slot: usize,
+    factory: SharedFactory<A>,
+    settings: Settings,
+) -> Result<()> {
+    let make = move |core: &mut Core, link: ParentLink| {
+        let actor = (factory.lock().unwrap_or_else(PoisonError::into_inner))();
+        spawn_instance(
+            core,
+            Some(link),
+            &Spec {
+                settings,
+                plugins: Vec::new(),
+            },
+            actor,
+        )
+    };
+    let request = SpawnRequest {
+        parent,
+        slot,
+        make: Box::new(make),
+    };
+    if handle.shared.post(Box::new(request)) {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorCode::LocalityFinished).with_context(handle.name().to_string()))
+    }
+}
