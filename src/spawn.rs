@@ -89,11 +89,14 @@ pub(crate) fn spawn_instance<A: Actor>(
 /// A factory that other threads may call: the actor is made where it lives.
 pub(crate) type SharedFactory<A> = Arc<Mutex<dyn FnMut() -> A + Send>>;
 
+/// Makes an instance on the locality that runs it.
+type MakeThere = Box<dyn FnOnce(&mut Core, ParentLink) -> Result<Address> + Send>;
+
 /// Asks another locality to make a child of a supervisor here.
 struct SpawnRequest {
     parent: Address,
     slot: usize,
-    make: Box<dyn FnOnce(&mut Core, ParentLink) -> Result<Address> + Send>,
+    make: MakeThere,
 }
 
 impl Remote for SpawnRequest {
