@@ -112,6 +112,28 @@ impl<'a, A: Actor> Context<'a, A> {
             .ok_or_else(|| address.stale_error())
     }
 
+    /// Subscribes `handler` to messages of type `M` on an address of any
+    /// locality, also one on another thread (an "external subscription"):
+    /// that locality forwards a clone of each message here, in order.
+    /// Unsubscribing is confirmed by the other locality; the actor's shutdown
+    /// waits for it. On an address of this locality it is `subscribe_on`.
+    ///
+    /// Errors: [`ErrorCode::StaleAddress`] for a gone address of this locality
+    /// (a gone address elsewhere simply forwards nothing).
+    pub fn subscribe_external<M, F>(&mut self, address: &Address, handler: F) -> Result<SubscriptionId>
+    where
+        M: Clone + Send + 'static,
+        F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
+    {
+        if address.locality_id() == self.core.id() {
+            return self.subscribe_on(address, handler);
+        }
+        let identity = self.create_address("external");
+        let local = self.subscribe_key(identity.key(), handler).ok_or_else(|| identity.stale_error())?;
+        crate::plugin::external::subscribe::<M>(self.core, self.me, local.0, identity, address);
+        Ok(local)
+    }
+
     fn subscribe_key<M, F>(&mut self, address: Key, handler: F) -> Option<SubscriptionId>
     where
         M: 'static,
@@ -131,7 +153,9 @@ impl<'a, A: Actor> Context<'a, A> {
     pub fn unsubscribe(&mut self, id: SubscriptionId) -> Result<()> {
         match self.core.subscriptions.get(id.0) {
             Some(record) if record.actor == self.me => {
-                subscription::unsubscribe(self.core, id.0);
+                if !crate::plugin::external::unsubscribe(self.core, self.me, id.0) {
+                    subscription::unsubscribe(self.core, id.0);
+                }
                 Ok(())
             }
             _ => Err(Error::new(ErrorCode::UnknownSubscription)),

@@ -107,6 +107,9 @@ fn actor_name(core: &Core, actor: Key) -> String {
 }
 
 fn actor_label(core: &Core, actor: Key) -> String {
+    if actor.is_none() {
+        return "a subscriber on another locality".to_string();
+    }
     match core.actors.get(actor) {
         Some(cell) => format!("{}#{}", cell.name, cell.address.0.seq),
         None => "gone".to_string(),

@@ -15,7 +15,7 @@ use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
 use crate::locality::shared::Remote;
 use crate::message::Deliver;
-use crate::plugin::{self, Vote, link};
+use crate::plugin::{self, Vote, external, link};
 use crate::supervisor::{self, ChildId};
 use crate::timer::TimerAction;
 
@@ -45,6 +45,15 @@ pub(crate) enum SystemMsg {
     },
     /// An actor to itself: something changed, count the votes again.
     Poll,
+    /// Subscriber → an address of another locality: forward me `M`s.
+    ExternalSubscribe { installer: external::Installer, subscriber: Address },
+    /// Owner → subscriber: forwarding (`remote`: the forwarder's subscription,
+    /// `None` if the target was gone).
+    ExternalSubscribed { subscriber: Address, remote: Option<Key>, target: Option<Address> },
+    /// Subscriber → owner: stop forwarding.
+    ExternalUnsubscribe { remote: Key, subscriber: Address },
+    /// Owner → subscriber: stopped.
+    ExternalUnsubscribed { subscriber: Address },
     /// Another locality → supervisor: the child for `slot` was made there
     /// (or could not be).
     ChildSpawned {
@@ -76,6 +85,10 @@ impl SystemMsg {
             SystemMsg::ChildDown { .. } => "ChildDown",
             SystemMsg::Poll => "Poll",
             SystemMsg::ChildSpawned { .. } => "ChildSpawned",
+            SystemMsg::ExternalSubscribe { .. } => "ExternalSubscribe",
+            SystemMsg::ExternalSubscribed { .. } => "ExternalSubscribed",
+            SystemMsg::ExternalUnsubscribe { .. } => "ExternalUnsubscribe",
+            SystemMsg::ExternalUnsubscribed { .. } => "ExternalUnsubscribed",
             SystemMsg::LinkRequest { .. } => "LinkRequest",
             SystemMsg::LinkResponse { .. } => "LinkResponse",
             SystemMsg::UnlinkRequest { .. } => "UnlinkRequest",
@@ -93,10 +106,20 @@ pub(crate) struct SysEnvelope {
 impl Deliver for SysEnvelope {
     fn deliver(self, core: &mut Core) {
         crate::inspect::system(core, self.dest, &self.msg);
-        let Some(me) = core.addresses.get(self.dest).map(|slot| slot.owner) else {
-            return undeliverable(core, self.msg);
+        // Messages about an address rather than its owner.
+        let msg = match self.msg {
+            SystemMsg::ExternalSubscribe { installer, subscriber } => {
+                return external::on_subscribe(core, self.dest, installer, subscriber);
+            }
+            SystemMsg::ExternalUnsubscribe { remote, subscriber } => {
+                return external::on_unsubscribe(core, remote, subscriber);
+            }
+            other => other,
         };
-        match self.msg {
+        let Some(me) = core.addresses.get(self.dest).map(|slot| slot.owner) else {
+            return undeliverable(core, msg);
+        };
+        match msg {
             SystemMsg::Init => on_init(core, me),
             SystemMsg::InitConfirm { slot, child } => {
                 supervisor::on_child_initialized(core, me, slot, child)
@@ -121,6 +144,11 @@ impl Deliver for SysEnvelope {
             SystemMsg::ChildSpawned { slot, result } => {
                 supervisor::on_child_spawned(core, me, slot, result)
             }
+            SystemMsg::ExternalSubscribed { subscriber, remote, .. } => {
+                external::on_subscribed(core, me, &subscriber, remote)
+            }
+            SystemMsg::ExternalUnsubscribed { subscriber } => external::on_unsubscribed(core, me, &subscriber),
+            SystemMsg::ExternalSubscribe { .. } | SystemMsg::ExternalUnsubscribe { .. } => {}
             SystemMsg::LinkRequest { client, server } => link::on_request(core, me, client, server),
             SystemMsg::LinkResponse { server, result, .. } => {
                 link::on_response(core, me, server, result)
@@ -343,6 +371,7 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         call_hook(core, me, Hook::ShutdownStart);
     }
     crate::plugin::registry::deregister_all(core, me);
+    external::unsubscribe_all(core, me);
     supervisor::shutdown_children(core, me);
     link::unlink_clients(core, me);
     try_shutdown(core, me);
@@ -422,6 +451,10 @@ fn undeliverable(core: &mut Core, msg: SystemMsg) {
             let reason =
                 Error::new(ErrorCode::SupervisorShutdown).with_context("supervisor is gone");
             core.send_system(&child, SystemMsg::ShutdownRequest { reason });
+        }
+        // The subscriber went away before the answer: undo the forwarder.
+        SystemMsg::ExternalSubscribed { subscriber, remote: Some(remote), target: Some(target) } => {
+            core.send_system(&target, SystemMsg::ExternalUnsubscribe { remote, subscriber });
         }
         other => link::undeliverable(core, other),
     }

@@ -90,7 +90,8 @@ pub(crate) fn subscribe<M: 'static>(
     actor: Key,
     f: HandlerFn<M>,
 ) -> Option<Key> {
-    if !core.addresses.contains(address) || !core.actors.contains(actor) {
+    // `Key::NONE` as the actor: a forwarder to another locality, owned by nobody here.
+    if !core.addresses.contains(address) || !(actor.is_none() || core.actors.contains(actor)) {
         return None;
     }
     let type_id = TypeId::of::<M>();

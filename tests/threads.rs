@@ -144,11 +144,9 @@ fn a_tree_across_threads_becomes_operational_and_shuts_down() {
     .finish()
     .unwrap();
     l0.run().unwrap();
-    let mut seen = notes.borrow().clone();
+    // Actor numbers on L1 depend on how its inbox batches arrive: drop them.
+    let mut seen: Vec<String> = notes.borrow().iter().map(|n| n.split('#').next().unwrap().to_string()).collect();
     seen.sort();
-    assert_eq!(
-        seen,
-        ["member started at L1/member#3", "solo started at L1/solo#2"]
-    );
+    assert_eq!(seen, ["member started at L1/member", "solo started at L1/solo"]);
     assert_eq!(l1.finish(), Ok(()));
 }

@@ -12,13 +12,15 @@
 //! | 3 | resources (`resources.rs`) | no resource held | no resource held |
 //! | 4 | child manager (`supervisor.rs`) | every child initialized | every child shut down |
 //! | 5 | user plugins, in the order added | each votes `Ready` | each votes `Ready` (reverse order) |
-//! | 6 | link server (`link.rs`) | always | every linked client has unlinked |
+//! | 6 | external subscriptions (`external.rs`) | always | every one confirmed gone |
+//! | 7 | link server (`link.rs`) | always | every linked client has unlinked |
 //!
 //! Built-in votes are checks of the actor's plugin state (absent until an
 //! actor uses a plugin), so an actor that uses none pays nothing. User plugins
 //! implement [`Plugin`] and are added with [`Builder::plugin`](crate::Builder::plugin);
 //! they are polled with a cursor: once one says ready, the next one is polled.
 
+pub(crate) mod external;
 pub(crate) mod link;
 pub(crate) mod registry;
 pub(crate) mod resources;
@@ -124,6 +126,8 @@ pub(crate) struct PluginState {
     pub(crate) servers: SmallVec<[Address; 1]>,
     /// Link server: clients linked to this actor.
     pub(crate) clients: Vec<Address>,
+    /// External subscriptions (on addresses of other localities).
+    pub(crate) externals: Vec<external::External>,
     /// Resources: held counts by kind.
     pub(crate) resources: SmallVec<[(u32, u32); 2]>,
     /// The first failure a built-in plugin reported during init.
@@ -171,10 +175,10 @@ pub(crate) fn shutdown_vote(core: &mut Core, me: Key) -> Vote {
         return Vote::Pending;
     }
     match cell.plugins.as_deref() {
-        Some(plugins) => match resources::vote(plugins) {
-            Vote::Ready => link::shutdown_vote(plugins),
-            other => other,
-        },
+        Some(plugins) => [resources::vote(plugins), external::shutdown_vote(plugins), link::shutdown_vote(plugins)]
+            .into_iter()
+            .find(|vote| *vote != Vote::Ready)
+            .unwrap_or(Vote::Ready),
         None => Vote::Ready,
     }
 }
