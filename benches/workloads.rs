@@ -20,6 +20,7 @@ const PUB_BATCH: u64 = 1_000;
 const N_REQRESP: u64 = 1_000_000;
 const N_SPAWN: usize = 100_000;
 const N_IDLE: usize = 1_000_000;
+const N_THREADS: u64 = 2_000_000;
 
 /// `cargo bench` passes `--bench`; anything else (e.g. `cargo test
 /// --all-targets`) gets a smoke run with a thousandth of the counts.
@@ -106,8 +107,9 @@ fn new_system(root: impl Actor) -> (System, Address) {
     (system, root)
 }
 
-/// Starts a workload; carries the partner's address where one is needed.
-struct Go(Option<Address>);
+/// Starts a workload; carries the partner's address where one is needed, and
+/// how many messages to exchange.
+struct Go(Option<Address>, u64);
 
 // ---------------- w1: two actors, strictly alternating ----------------
 
@@ -129,7 +131,7 @@ impl Player {
     fn on_go(&mut self, go: &Go, ctx: &mut Context<'_, Self>) {
         self.other = go.0.clone();
         if let Some(other) = &self.other {
-            ctx.send(other, Ping(n(N_PINGPONG)));
+            ctx.send(other, Ping(go.1));
         }
     }
 
@@ -164,7 +166,13 @@ fn pingpong(workload: &str, idle: usize) {
         )
         .finish()
         .expect("b");
-    timed(workload, n(N_PINGPONG), system, &a, Go(Some(b)));
+    timed(
+        workload,
+        n(N_PINGPONG),
+        system,
+        &a,
+        Go(Some(b), n(N_PINGPONG)),
+    );
 }
 
 /// An idle actor with one subscription, for w6 and the bytes-per-actor figure.
@@ -260,7 +268,7 @@ fn w2() {
         n(N_PUBSUB) * N_SUBS as u64,
         system,
         &publisher,
-        Go(None),
+        Go(None, 0),
     );
 }
 
@@ -328,7 +336,7 @@ fn w3() {
         .spawn(&root, Client { server, i: 0 })
         .finish()
         .expect("client");
-    timed("w3_reqresp", n(N_REQRESP), system, &client, Go(None));
+    timed("w3_reqresp", n(N_REQRESP), system, &client, Go(None, 0));
 }
 
 // ---------------- w4: spawn 100,000 actors through the lifecycle, then shut down ----------------
@@ -377,8 +385,74 @@ fn w4() {
         started: started.clone(),
     });
     DONE.with(|d| d.set(None));
-    timed("w4_spawn", n(N_SPAWN) as u64, system, &root, Go(None));
+    timed("w4_spawn", n(N_SPAWN) as u64, system, &root, Go(None, 0));
     assert_eq!(started.get(), n(N_SPAWN));
+}
+
+// ---------------- w5: ping-pong across two threads ----------------
+
+thread_local! {
+    static STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Finds the player on L1, then starts the game (and the clock).
+struct Kicker {
+    player: Address,
+}
+
+impl Actor for Kicker {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let player = self.player.clone();
+        ctx.discover("player")
+            .wait()
+            .then(move |_: &mut Self, other, ctx| {
+                STARTED.with(|s| s.set(Some(Instant::now())));
+                ctx.send(&player, Go(Some(other.clone()), n(N_THREADS)));
+            });
+    }
+}
+
+fn w5() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        let mut system = System::named("L1").expect("system");
+        tx.send(system.handle()).expect("handle");
+        system.run()
+    });
+    let l1 = rx.recv().expect("L1 starts");
+    let mut system = System::named("L0").expect("system");
+    let config = SupervisorConfig::default().with_registry();
+    let root = system
+        .spawn_root(Supervisor)
+        .supervisor(config)
+        .finish()
+        .expect("root");
+    let here = system
+        .spawn(&root, Player::default())
+        .finish()
+        .expect("player");
+    let back = here.clone();
+    let there = move || Player {
+        other: Some(back.clone()),
+    };
+    system
+        .spawn_on(&l1, &root, there)
+        .register_as("player")
+        .finish()
+        .expect("player on L1");
+    system
+        .spawn(&root, Kicker { player: here })
+        .finish()
+        .expect("kicker");
+    DONE.with(|d| d.set(None));
+    system.run().expect("run");
+    drop(l1);
+    thread.join().expect("L1 joins").expect("L1 runs");
+    let (start, end) = (STARTED.with(Cell::get), DONE.with(Cell::get));
+    let secs = end
+        .zip(start)
+        .map_or(0.0, |(e, s)| e.duration_since(s).as_secs_f64());
+    report("w5_threads", n(N_THREADS), secs);
 }
 
 fn main() {
@@ -399,6 +473,9 @@ fn main() {
     }
     if run("w4_spawn") {
         w4();
+    }
+    if run("w5_threads") {
+        w5();
     }
     if run("w6_scale") {
         pingpong("w6_scale", n(N_IDLE));

@@ -120,7 +120,11 @@ impl<'a, A: Actor> Context<'a, A> {
     ///
     /// Errors: [`ErrorCode::StaleAddress`] for a gone address of this locality
     /// (a gone address elsewhere simply forwards nothing).
-    pub fn subscribe_external<M, F>(&mut self, address: &Address, handler: F) -> Result<SubscriptionId>
+    pub fn subscribe_external<M, F>(
+        &mut self,
+        address: &Address,
+        handler: F,
+    ) -> Result<SubscriptionId>
     where
         M: Clone + Send + 'static,
         F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
@@ -129,7 +133,9 @@ impl<'a, A: Actor> Context<'a, A> {
             return self.subscribe_on(address, handler);
         }
         let identity = self.create_address("external");
-        let local = self.subscribe_key(identity.key(), handler).ok_or_else(|| identity.stale_error())?;
+        let local = self
+            .subscribe_key(identity.key(), handler)
+            .ok_or_else(|| identity.stale_error())?;
         crate::plugin::external::subscribe::<M>(self.core, self.me, local.0, identity, address);
         Ok(local)
     }

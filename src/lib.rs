@@ -120,7 +120,7 @@ pub use registry::{Deregister, Discover, Register, Registry};
 pub use request::{CancelRequest, Request, RequestId, RequestMsg, Response};
 pub use supervisor::restart::RestartPolicy;
 pub use supervisor::{InitFailurePolicy, Supervisor, SupervisorConfig};
-pub use system::{SYSTEM_WAKER, System};
+pub use system::{DEFAULT_SPIN, SYSTEM_WAKER, System};
 pub use timer::TimerId;
 
 /// README.md's examples, compiled and run as doctests.

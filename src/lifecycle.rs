@@ -46,10 +46,17 @@ pub(crate) enum SystemMsg {
     /// An actor to itself: something changed, count the votes again.
     Poll,
     /// Subscriber → an address of another locality: forward me `M`s.
-    ExternalSubscribe { installer: external::Installer, subscriber: Address },
+    ExternalSubscribe {
+        installer: external::Installer,
+        subscriber: Address,
+    },
     /// Owner → subscriber: forwarding (`remote`: the forwarder's subscription,
     /// `None` if the target was gone).
-    ExternalSubscribed { subscriber: Address, remote: Option<Key>, target: Option<Address> },
+    ExternalSubscribed {
+        subscriber: Address,
+        remote: Option<Key>,
+        target: Option<Address>,
+    },
     /// Subscriber → owner: stop forwarding.
     ExternalUnsubscribe { remote: Key, subscriber: Address },
     /// Owner → subscriber: stopped.
@@ -108,7 +115,10 @@ impl Deliver for SysEnvelope {
         crate::inspect::system(core, self.dest, &self.msg);
         // Messages about an address rather than its owner.
         let msg = match self.msg {
-            SystemMsg::ExternalSubscribe { installer, subscriber } => {
+            SystemMsg::ExternalSubscribe {
+                installer,
+                subscriber,
+            } => {
                 return external::on_subscribe(core, self.dest, installer, subscriber);
             }
             SystemMsg::ExternalUnsubscribe { remote, subscriber } => {
@@ -144,10 +154,12 @@ impl Deliver for SysEnvelope {
             SystemMsg::ChildSpawned { slot, result } => {
                 supervisor::on_child_spawned(core, me, slot, result)
             }
-            SystemMsg::ExternalSubscribed { subscriber, remote, .. } => {
-                external::on_subscribed(core, me, &subscriber, remote)
+            SystemMsg::ExternalSubscribed {
+                subscriber, remote, ..
+            } => external::on_subscribed(core, me, &subscriber, remote),
+            SystemMsg::ExternalUnsubscribed { subscriber } => {
+                external::on_unsubscribed(core, me, &subscriber)
             }
-            SystemMsg::ExternalUnsubscribed { subscriber } => external::on_unsubscribed(core, me, &subscriber),
             SystemMsg::ExternalSubscribe { .. } | SystemMsg::ExternalUnsubscribe { .. } => {}
             SystemMsg::LinkRequest { client, server } => link::on_request(core, me, client, server),
             SystemMsg::LinkResponse { server, result, .. } => {
@@ -453,8 +465,15 @@ fn undeliverable(core: &mut Core, msg: SystemMsg) {
             core.send_system(&child, SystemMsg::ShutdownRequest { reason });
         }
         // The subscriber went away before the answer: undo the forwarder.
-        SystemMsg::ExternalSubscribed { subscriber, remote: Some(remote), target: Some(target) } => {
-            core.send_system(&target, SystemMsg::ExternalUnsubscribe { remote, subscriber });
+        SystemMsg::ExternalSubscribed {
+            subscriber,
+            remote: Some(remote),
+            target: Some(target),
+        } => {
+            core.send_system(
+                &target,
+                SystemMsg::ExternalUnsubscribe { remote, subscriber },
+            );
         }
         other => link::undeliverable(core, other),
     }

@@ -1,6 +1,6 @@
 //! Compile-time guarantees of the public types.
 
-use commutator::{Address, Locality};
+use commutator::{Address, Context, Locality, LocalityHandle, Supervisor, System};
 use std::fmt::{Debug, Display};
 use std::hash::Hash;
 
@@ -18,12 +18,21 @@ struct IsSend;
 
 impl<T: ?Sized + Send> NotSend<IsSend> for T {}
 
-// Fails to compile if `Locality` ever becomes `Send`.
+// Fail to compile if one of these ever becomes `Send`: they stay on their thread.
 const _: fn() = <Locality as NotSend<_>>::check;
+const _: fn() = <System as NotSend<_>>::check;
+const _: fn() = <Context<'static, Supervisor> as NotSend<_>>::check;
+
+fn assert_send_sync<T: Send + Sync + Clone + Debug + 'static>() {}
 
 #[test]
 fn an_address_is_send_sync_clone_eq_hash_debug_and_display() {
     assert_bounds::<Address>();
+}
+
+#[test]
+fn a_locality_handle_is_send_and_sync() {
+    assert_send_sync::<LocalityHandle>();
 }
 
 #[test]

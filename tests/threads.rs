@@ -145,8 +145,476 @@ fn a_tree_across_threads_becomes_operational_and_shuts_down() {
     .unwrap();
     l0.run().unwrap();
     // Actor numbers on L1 depend on how its inbox batches arrive: drop them.
-    let mut seen: Vec<String> = notes.borrow().iter().map(|n| n.split('#').next().unwrap().to_string()).collect();
+    let mut seen: Vec<String> = notes
+        .borrow()
+        .iter()
+        .map(|n| n.split('#').next().unwrap().to_string())
+        .collect();
     seen.sort();
-    assert_eq!(seen, ["member started at L1/member", "solo started at L1/solo"]);
+    assert_eq!(
+        seen,
+        ["member started at L1/member", "solo started at L1/solo"]
+    );
     assert_eq!(l1.finish(), Ok(()));
+}
+
+/// A log that threads share.
+#[derive(Clone, Default)]
+struct SharedLog(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl SharedLog {
+    fn push(&self, line: impl Into<String>) {
+        self.0.lock().unwrap().push(line.into());
+    }
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// Fails as soon as it starts; logs each instance.
+struct Crasher {
+    log: SharedLog,
+}
+
+impl Actor for Crasher {
+    fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.log.push(format!(
+            "crasher started on {}",
+            ctx.address().to_string().split('/').next().unwrap()
+        ));
+        ctx.fail(Error::failure("crash"));
+    }
+}
+
+/// A supervisor on the other thread whose crasher escalates.
+struct CrashTeam {
+    log: SharedLog,
+}
+
+impl Actor for CrashTeam {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let crasher = Crasher {
+            log: self.log.clone(),
+        };
+        if let Err(e) = ctx
+            .spawn(crasher)
+            .name("crasher")
+            .escalate_failure()
+            .finish()
+        {
+            ctx.fail(e);
+        }
+    }
+}
+
+/// Ends the tree with an error if a test has not finished in a minute.
+struct Watchdog;
+
+impl Actor for Watchdog {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.start_timer(Duration::from_secs(60), |_, ctx, _| {
+            ctx.fail(Error::failure("watchdog: test stuck"))
+        });
+    }
+}
+
+fn l0_root() -> (System, Address) {
+    let mut l0 = System::named("L0").unwrap();
+    let config = SupervisorConfig::default().with_registry();
+    let root = l0
+        .spawn_root(Supervisor)
+        .name("root")
+        .supervisor(config)
+        .finish()
+        .unwrap();
+    l0.spawn(&root, Watchdog)
+        .name("watchdog")
+        .escalate_failure()
+        .finish()
+        .unwrap();
+    (l0, root)
+}
+
+#[test]
+fn a_failure_escalates_across_threads_to_the_root() {
+    let l1 = serve("L1");
+    let (mut l0, root) = l0_root();
+    let log = SharedLog::default();
+    let team_log = log.clone();
+    l0.spawn_on(l1.handle(), &root, move || CrashTeam {
+        log: team_log.clone(),
+    })
+    .name("team")
+    .supervisor(SupervisorConfig::default())
+    .escalate_failure()
+    .finish()
+    .unwrap();
+    let reason = l0.run().unwrap_err();
+    assert_eq!(
+        reason.to_string(),
+        "failure escalation (L0/root#1) <- failure escalation (L1/team#1) <- actor failure (crash)"
+    );
+    assert_eq!(log.lines(), ["crasher started on L1"]);
+    assert_eq!(l1.finish(), Ok(()));
+}
+
+#[test]
+fn a_child_on_another_thread_is_restarted_there() {
+    let l1 = serve("L1");
+    let (mut l0, root) = l0_root();
+    let log = SharedLog::default();
+    let crasher_log = log.clone();
+    // Two restarts allowed; then the supervisor gives up and, escalating, ends the tree.
+    l0.spawn_on(l1.handle(), &root, move || Crasher {
+        log: crasher_log.clone(),
+    })
+    .name("crasher")
+    .restart(RestartPolicy::Always)
+    .restart_limit(2, Duration::from_secs(60))
+    .escalate_failure()
+    .finish()
+    .unwrap();
+    let reason = l0.run().unwrap_err();
+    assert_eq!(log.lines(), ["crasher started on L1"; 3]);
+    assert_eq!(reason.code(), ErrorCode::FailureEscalation);
+    assert!(
+        reason
+            .to_string()
+            .contains("restart limit reached (L1/crasher#3: 2 restarts in 60s)"),
+        "{reason}"
+    );
+    assert_eq!(l1.finish(), Ok(()));
+}
+
+struct Add(u64);
+impl Request for Add {
+    type Response = u64;
+}
+
+/// Answers `Add(n)` with `n + 1`, except `Add(0)`, which it never answers.
+struct Adder;
+
+impl Actor for Adder {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(
+            |_: &mut Self, q: &RequestMsg<Add>, ctx: &mut Context<'_, Self>| {
+                if q.payload().0 > 0 {
+                    ctx.reply(q, q.payload().0 + 1);
+                }
+            },
+        );
+    }
+    fn shutdown_finish(&mut self, _: &mut Context<'_, Self>) {
+        LINK_LOG.with(|log| {
+            log.borrow()
+                .as_ref()
+                .map(|l: &SharedLog| l.push("server down"))
+        });
+    }
+}
+
+thread_local! {
+    static LINK_LOG: std::cell::RefCell<Option<SharedLog>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Finds "adder" (waiting for it), links to it, asks two questions.
+struct Asker {
+    log: SharedLog,
+    adder: Option<Address>,
+    answers: usize,
+}
+
+impl Actor for Asker {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(Self::on_sum);
+        ctx.discover("adder")
+            .wait()
+            .link()
+            .then(|me: &mut Self, adder, _| me.adder = Some(adder.clone()));
+    }
+    fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let adder = self.adder.clone().expect("discovered during init");
+        self.log.push(format!("found {adder}"));
+        ctx.request(&adder, Add(41), Duration::from_secs(30));
+        ctx.request(&adder, Add(0), Duration::from_millis(20));
+    }
+    fn shutdown_finish(&mut self, _: &mut Context<'_, Self>) {
+        self.log.push("client down");
+    }
+}
+
+impl Asker {
+    fn on_sum(&mut self, r: &Response<Add>, ctx: &mut Context<'_, Self>) {
+        self.log.push(format!(
+            "{} -> {:?}",
+            r.request().0,
+            r.result().map_err(Error::code)
+        ));
+        self.answers += 1;
+        if self.answers == 2 {
+            ctx.shutdown_supervisor();
+        }
+    }
+}
+
+#[test]
+fn registry_requests_timeouts_and_links_work_across_threads() {
+    let l1 = serve("L1");
+    let (mut l0, root) = l0_root();
+    let log = SharedLog::default();
+    let server_log = log.clone();
+    // The server lives on L1, registers in L0's registry, and logs its end there.
+    l0.spawn_on(l1.handle(), &root, move || {
+        let log = server_log.clone();
+        LINK_LOG.with(|l| *l.borrow_mut() = Some(log));
+        Adder
+    })
+    .name("adder")
+    .register_as("adder")
+    .finish()
+    .unwrap();
+    l0.spawn(
+        &root,
+        Asker {
+            log: log.clone(),
+            adder: None,
+            answers: 0,
+        },
+    )
+    .name("asker")
+    .finish()
+    .unwrap();
+    l0.run().unwrap();
+    assert_eq!(l1.finish(), Ok(()));
+    let lines = log.lines();
+    assert_eq!(lines[0], "found L1/adder#1");
+    assert_eq!(lines[1..3], ["41 -> Ok(42)", "0 -> Err(RequestTimeout)"]);
+    assert_eq!(
+        lines[3..],
+        ["client down", "server down"],
+        "the linked server outlives its client"
+    );
+}
+
+/// Publishes `k` ticks on its own address for a `Burst(k)` request, and
+/// answers only after they were delivered (and so forwarded).
+struct Publisher {
+    next: u64,
+}
+
+#[derive(Clone)]
+struct Tick(u64);
+struct Burst(u64);
+impl Request for Burst {
+    type Response = ();
+}
+struct Ack(RequestMsg<Burst>);
+
+impl Actor for Publisher {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(
+            |me: &mut Self, q: &RequestMsg<Burst>, ctx: &mut Context<'_, Self>| {
+                let here = ctx.address().clone();
+                for _ in 0..q.payload().0 {
+                    ctx.send(&here, Tick(me.next));
+                    me.next += 1;
+                }
+                ctx.send(&here, Ack(q.clone())); // queued behind the ticks
+            },
+        );
+        ctx.subscribe(|_: &mut Self, a: &Ack, ctx: &mut Context<'_, Self>| ctx.reply(&a.0, ()));
+    }
+}
+
+/// Hears the publisher's ticks from the other thread; after a burst of ten it
+/// unsubscribes, asks for five more, which must not arrive, then ends the tree.
+#[derive(Default)]
+struct Listener {
+    log: SharedLog,
+    publisher: Option<Address>,
+    ticks: Vec<u64>,
+    sub: Option<SubscriptionId>,
+    bursts: u32,
+}
+
+impl Actor for Listener {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(Self::on_burst);
+        ctx.discover("publisher")
+            .wait()
+            .then(|me: &mut Self, publisher, _| me.publisher = Some(publisher.clone()));
+    }
+    fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let publisher = self.publisher.clone().expect("discovered");
+        self.sub = Some(ctx.subscribe_external(&publisher, Self::on_tick).unwrap());
+        ctx.request(&publisher, Burst(10), Duration::from_secs(30)); // after the subscription
+    }
+}
+
+impl Listener {
+    fn on_tick(&mut self, tick: &Tick, _: &mut Context<'_, Self>) {
+        self.ticks.push(tick.0);
+    }
+    fn on_burst(&mut self, r: &Response<Burst>, ctx: &mut Context<'_, Self>) {
+        assert!(r.result().is_ok());
+        self.bursts += 1;
+        self.log
+            .push(format!("after burst {}: {:?}", self.bursts, self.ticks));
+        if self.bursts == 1 {
+            ctx.unsubscribe(self.sub.take().unwrap()).unwrap();
+            let publisher = self.publisher.clone().unwrap();
+            ctx.request(&publisher, Burst(5), Duration::from_secs(30));
+        } else {
+            ctx.shutdown_supervisor();
+        }
+    }
+}
+
+#[test]
+fn an_external_subscription_forwards_in_order_until_unsubscribed() {
+    let l1 = serve("L1");
+    let (mut l0, root) = l0_root();
+    let log = SharedLog::default();
+    l0.spawn_on(l1.handle(), &root, || Publisher { next: 0 })
+        .name("publisher")
+        .register_as("publisher")
+        .finish()
+        .unwrap();
+    l0.spawn(
+        &root,
+        Listener {
+            log: log.clone(),
+            ..Listener::default()
+        },
+    )
+    .name("listener")
+    .finish()
+    .unwrap();
+    l0.run().unwrap();
+    assert_eq!(l1.finish(), Ok(()));
+    let all: Vec<u64> = (0..10).collect();
+    assert_eq!(
+        log.lines(),
+        [
+            format!("after burst 1: {all:?}"),
+            format!("after burst 2: {all:?}")
+        ]
+    );
+}
+
+/// One numbered message from one sender.
+struct Seq {
+    sender: usize,
+    n: u64,
+}
+
+/// Checks per-sender order; ends the tree when every message has come.
+struct Counter {
+    next: Vec<u64>,
+    expected: u64,
+    got: u64,
+    log: SharedLog,
+}
+
+impl Actor for Counter {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|me: &mut Self, s: &Seq, ctx: &mut Context<'_, Self>| {
+            if me.next[s.sender] != s.n {
+                me.log.push(format!(
+                    "sender {} sent {} after {}",
+                    s.sender, s.n, me.next[s.sender]
+                ));
+            }
+            me.next[s.sender] = s.n + 1;
+            me.got += 1;
+            if me.got == me.expected {
+                ctx.shutdown_supervisor();
+            }
+        });
+    }
+}
+
+/// An actor that sends `count` numbered messages to `to`, in bursts.
+struct Sender {
+    id: usize,
+    to: Address,
+    count: u64,
+    sent: u64,
+}
+
+struct More;
+
+impl Actor for Sender {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|me: &mut Self, _: &More, ctx: &mut Context<'_, Self>| me.burst(ctx));
+    }
+    fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.burst(ctx);
+    }
+}
+
+impl Sender {
+    fn burst(&mut self, ctx: &mut Context<'_, Self>) {
+        let end = (self.sent + 1000).min(self.count);
+        while self.sent < end {
+            ctx.send(
+                &self.to,
+                Seq {
+                    sender: self.id,
+                    n: self.sent,
+                },
+            );
+            self.sent += 1;
+        }
+        if self.sent < self.count {
+            let me = ctx.address().clone();
+            ctx.send(&me, More);
+        }
+    }
+}
+
+#[test]
+fn many_senders_on_many_threads_keep_their_order_and_lose_nothing() {
+    const PER_SENDER: u64 = 20_000;
+    const THREADS: usize = 3;
+    const ACTORS: usize = 2;
+    let (l1, l2) = (serve("L1"), serve("L2"));
+    let (mut l0, root) = l0_root();
+    let log = SharedLog::default();
+    let total = PER_SENDER * (THREADS + ACTORS) as u64;
+    let counter = Counter {
+        next: vec![0; THREADS + ACTORS],
+        expected: total,
+        got: 0,
+        log: log.clone(),
+    };
+    let counter = l0.spawn(&root, counter).name("counter").finish().unwrap();
+    for (i, l) in [&l1, &l2].into_iter().enumerate() {
+        let to = counter.clone();
+        let id = THREADS + i;
+        l0.spawn_on(l.handle(), &root, move || Sender {
+            id,
+            to: to.clone(),
+            count: PER_SENDER,
+            sent: 0,
+        })
+        .finish()
+        .unwrap();
+    }
+    let plain: Vec<_> = (0..THREADS)
+        .map(|sender| {
+            let to = counter.clone();
+            thread::spawn(move || {
+                for n in 0..PER_SENDER {
+                    to.send(Seq { sender, n }).map_err(|e| e.error).unwrap();
+                }
+            })
+        })
+        .collect();
+    l0.run().unwrap();
+    for t in plain {
+        t.join().unwrap();
+    }
+    assert_eq!(log.lines(), Vec::<String>::new(), "no message out of order");
+    assert_eq!((l1.finish(), l2.finish()), (Ok(()), Ok(())));
 }

@@ -256,6 +256,18 @@ impl Locality {
         self.core.now
     }
 
+    /// For a loop that tells when it blocks: `false` while it runs (senders
+    /// from other threads then skip the waker), `true` just before it blocks;
+    /// returns `true` if mail came meanwhile and it must not block.
+    pub(crate) fn set_parked(&self, parked: bool) -> bool {
+        self.core.shared.set_parked(parked)
+    }
+
+    /// `true` if messages from other threads are waiting.
+    pub(crate) fn has_mail(&self) -> bool {
+        self.core.shared.has_mail()
+    }
+
     /// `true` if an actor was ever anchored here or a handle was made.
     pub(crate) fn is_served(&self) -> bool {
         self.core.shared.served()

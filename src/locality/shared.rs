@@ -25,7 +25,12 @@ pub(crate) struct LocalityShared {
     pub(crate) name: String,
     inbox: Mutex<Inbox>,
     waker: OnceLock<mio::Waker>,
+    /// Mail may be waiting (set by senders, cleared when the inbox is taken).
     wake_pending: AtomicBool,
+    /// The loop may be blocked in `poll`: senders must use the waker. Always
+    /// `true` for an embedded locality; a `System` clears it while it runs
+    /// and sets it just before blocking.
+    parked: AtomicBool,
     /// Live `LocalityHandle`s: while any exists, more may be spawned here.
     handles: AtomicUsize,
     /// Set once an actor was anchored here or a handle was made.
@@ -46,6 +51,7 @@ impl LocalityShared {
             }),
             waker: OnceLock::new(),
             wake_pending: AtomicBool::new(false),
+            parked: AtomicBool::new(true),
             handles: AtomicUsize::new(0),
             served: AtomicBool::new(false),
         }
@@ -113,9 +119,11 @@ impl LocalityShared {
         self.served.load(Ordering::Acquire)
     }
 
-    /// Wakes the loop unless a wake is already pending.
+    /// Wakes the loop, unless a wake is already pending or the loop is
+    /// running (it will see the mail before it blocks).
     pub(crate) fn wake(&self) {
-        if !self.wake_pending.swap(true, Ordering::AcqRel)
+        if !self.wake_pending.swap(true, Ordering::SeqCst)
+            && self.parked.load(Ordering::SeqCst)
             && let Some(waker) = self.waker.get()
             && let Err(e) = waker.wake()
         {
@@ -123,14 +131,21 @@ impl LocalityShared {
         }
     }
 
+    /// The loop is running (`false`) or about to block (`true`). Returns,
+    /// when parking, whether mail came meanwhile (then it must not block).
+    pub(crate) fn set_parked(&self, parked: bool) -> bool {
+        self.parked.store(parked, Ordering::SeqCst);
+        parked && self.wake_pending.load(Ordering::SeqCst)
+    }
+
     /// `true` if something may be waiting in the inbox.
     pub(crate) fn has_mail(&self) -> bool {
-        self.wake_pending.load(Ordering::Acquire)
+        self.wake_pending.load(Ordering::SeqCst)
     }
 
     /// Moves everything posted so far into `into` (which should be empty).
     pub(crate) fn take_mail(&self, into: &mut Vec<Box<dyn Remote>>) {
-        self.wake_pending.store(false, Ordering::Release);
+        self.wake_pending.store(false, Ordering::SeqCst);
         std::mem::swap(&mut self.lock().items, into);
     }
 

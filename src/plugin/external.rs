@@ -72,11 +72,24 @@ pub(crate) fn subscribe<M: Clone + Send + 'static>(
     identity: Address,
     target: &Address,
 ) {
-    let forward = Forward::<M> { to: identity.0.locality.clone(), identity: identity.key(), _message: PhantomData };
-    let msg = SystemMsg::ExternalSubscribe { installer: Installer(Box::new(forward)), subscriber: identity.clone() };
+    let forward = Forward::<M> {
+        to: identity.0.locality.clone(),
+        identity: identity.key(),
+        _message: PhantomData,
+    };
+    let msg = SystemMsg::ExternalSubscribe {
+        installer: Installer(Box::new(forward)),
+        subscriber: identity.clone(),
+    };
     let accepted = core.send_system(target, msg);
     if let Some(cell) = core.actors.get_mut(me) {
-        let external = External { local, identity, target: target.clone(), remote: None, unsubscribing: false };
+        let external = External {
+            local,
+            identity,
+            target: target.clone(),
+            remote: None,
+            unsubscribing: false,
+        };
         cell.plugins().externals.push(external);
     }
     if !accepted {
@@ -85,16 +98,27 @@ pub(crate) fn subscribe<M: Clone + Send + 'static>(
 }
 
 /// Owner side: install the forwarder on `target` and confirm.
-pub(crate) fn on_subscribe(core: &mut Core, target: Key, installer: Installer, subscriber: Address) {
+pub(crate) fn on_subscribe(
+    core: &mut Core,
+    target: Key,
+    installer: Installer,
+    subscriber: Address,
+) {
     let remote = installer.0.install(core, target);
     let target = core.addresses.get(target).map(|slot| slot.address.clone());
-    let msg = SystemMsg::ExternalSubscribed { subscriber: subscriber.clone(), remote, target };
+    let msg = SystemMsg::ExternalSubscribed {
+        subscriber: subscriber.clone(),
+        remote,
+        target,
+    };
     core.send_system(&subscriber, msg);
 }
 
 /// Subscriber side: the forwarder is installed (`remote`), or the target was gone.
 pub(crate) fn on_subscribed(core: &mut Core, me: Key, identity: &Address, remote: Option<Key>) {
-    let Some(external) = find(core, me, |e| &e.identity == identity) else { return };
+    let Some(external) = find(core, me, |e| &e.identity == identity) else {
+        return;
+    };
     external.remote = remote;
     let (local, unsubscribing) = (external.local, external.unsubscribing);
     if remote.is_none() {
@@ -116,12 +140,19 @@ pub(crate) fn unsubscribe(core: &mut Core, me: Key, local: Key) -> bool {
         return false;
     }
     subscription::unsubscribe(core, local);
-    let Some(external) = find(core, me, |e| e.local == local) else { return true };
+    let Some(external) = find(core, me, |e| e.local == local) else {
+        return true;
+    };
     external.unsubscribing = true;
     // Not confirmed yet: `on_subscribed` comes back here when it is.
-    let Some(remote) = external.remote.take() else { return true };
+    let Some(remote) = external.remote.take() else {
+        return true;
+    };
     let (target, subscriber) = (external.target.clone(), external.identity.clone());
-    if !core.send_system(&target, SystemMsg::ExternalUnsubscribe { remote, subscriber }) {
+    if !core.send_system(
+        &target,
+        SystemMsg::ExternalUnsubscribe { remote, subscriber },
+    ) {
         confirmed_gone(core, me, local); // its locality is gone, and the forwarder with it
     }
     true
@@ -130,7 +161,10 @@ pub(crate) fn unsubscribe(core: &mut Core, me: Key, local: Key) -> bool {
 /// Owner side: remove the forwarder and confirm.
 pub(crate) fn on_unsubscribe(core: &mut Core, remote: Key, subscriber: Address) {
     subscription::unsubscribe(core, remote);
-    core.send_system(&subscriber.clone(), SystemMsg::ExternalUnsubscribed { subscriber });
+    core.send_system(
+        &subscriber.clone(),
+        SystemMsg::ExternalUnsubscribed { subscriber },
+    );
 }
 
 /// Subscriber side: the forwarder is gone.
@@ -148,10 +182,16 @@ pub(crate) fn on_unsubscribed(core: &mut Core, me: Key, identity: &Address) {
 
 /// The external subscription `local` is over: forget it and its identity.
 fn confirmed_gone(core: &mut Core, me: Key, local: Key) {
-    let Some(cell) = core.actors.get_mut(me) else { return };
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     let state = cell.state;
-    let Some(plugins) = cell.plugins.as_deref_mut() else { return };
-    let Some(pos) = plugins.externals.iter().position(|e| e.local == local) else { return };
+    let Some(plugins) = cell.plugins.as_deref_mut() else {
+        return;
+    };
+    let Some(pos) = plugins.externals.iter().position(|e| e.local == local) else {
+        return;
+    };
     let external = plugins.externals.swap_remove(pos);
     subscription::unsubscribe(core, local);
     core.remove_identity(me, &external.identity);
@@ -163,7 +203,12 @@ fn confirmed_gone(core: &mut Core, me: Key, local: Key) {
 /// At shutdown start: end every external subscription.
 pub(crate) fn unsubscribe_all(core: &mut Core, me: Key) {
     let locals: Vec<Key> = match core.actors.get(me).and_then(|c| c.plugins.as_deref()) {
-        Some(plugins) => plugins.externals.iter().filter(|e| !e.unsubscribing).map(|e| e.local).collect(),
+        Some(plugins) => plugins
+            .externals
+            .iter()
+            .filter(|e| !e.unsubscribing)
+            .map(|e| e.local)
+            .collect(),
         None => return,
     };
     for local in locals {
@@ -173,5 +218,9 @@ pub(crate) fn unsubscribe_all(core: &mut Core, me: Key) {
 
 /// Shutdown vote: every external subscription confirmed gone.
 pub(crate) fn shutdown_vote(plugins: &PluginState) -> Vote {
-    if plugins.externals.is_empty() { Vote::Ready } else { Vote::Pending }
+    if plugins.externals.is_empty() {
+        Vote::Ready
+    } else {
+        Vote::Pending
+    }
 }

@@ -175,10 +175,14 @@ pub(crate) fn shutdown_vote(core: &mut Core, me: Key) -> Vote {
         return Vote::Pending;
     }
     match cell.plugins.as_deref() {
-        Some(plugins) => [resources::vote(plugins), external::shutdown_vote(plugins), link::shutdown_vote(plugins)]
-            .into_iter()
-            .find(|vote| *vote != Vote::Ready)
-            .unwrap_or(Vote::Ready),
+        Some(plugins) => [
+            resources::vote(plugins),
+            external::shutdown_vote(plugins),
+            link::shutdown_vote(plugins),
+        ]
+        .into_iter()
+        .find(|vote| *vote != Vote::Ready)
+        .unwrap_or(Vote::Ready),
         None => Vote::Ready,
     }
 }
