@@ -43,7 +43,8 @@ struct Pinger {
     left: u64,
     total: u64,
     started: Instant,
-    then: Option<Box<dyn FnOnce(&mut Context<'_, Pinger>)>>,
+    /// Senders to start when the ping-pong is over.
+    senders: usize,
 }
 
 impl Actor for Pinger {
@@ -79,8 +80,9 @@ impl Pinger {
             "ping-pong across threads: {n} messages in {secs:.3} s, {:.0} msg/s",
             n as f64 / secs
         );
-        if let Some(then) = self.then.take() {
-            then(ctx);
+        for id in 0..self.senders {
+            ctx.discover(format!("sender{id}"))
+                .then(|_: &mut Self, sender, ctx| ctx.send(sender, Go));
         }
     }
 }
@@ -229,18 +231,12 @@ fn main() -> Result<(), Error> {
                 .finish()?;
         }
     }
-    let then: Box<dyn FnOnce(&mut Context<'_, Pinger>)> = Box::new(move |ctx| {
-        for id in 0..SENDERS {
-            ctx.discover(format!("sender{id}"))
-                .then(|_: &mut Pinger, sender, ctx| ctx.send(sender, Go));
-        }
-    });
     let pinger = Pinger {
         ponger: None,
         left: messages / 2,
         total: messages / 2,
         started: Instant::now(),
-        then: Some(then),
+        senders: SENDERS,
     };
     l0.spawn(&root, pinger).name("pinger").finish()?;
     l0.run()?;
