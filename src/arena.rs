@@ -96,6 +96,14 @@ impl<T> Arena<T> {
         }
     }
 
+    /// The key of the value in slot `idx`, if any.
+    pub(crate) fn key_at(&self, idx: u32) -> Option<Key> {
+        self.slab.get(idx as usize).map(|e| Key {
+            idx,
+            generation: e.generation,
+        })
+    }
+
     pub(crate) fn contains(&self, key: Key) -> bool {
         self.get(key).is_some()
     }

@@ -347,6 +347,28 @@ impl<'a, A: Actor> Context<'a, A> {
         )
     }
 
+    /// Registers a mio source (a socket, a listener, any `mio::event::Source`)
+    /// with the locality's poll; its readiness comes to this actor's main
+    /// address as [`Io`](crate::Io) messages (subscribe to `Io`). The guard
+    /// owns the source; dropping it deregisters it. To hold init (or
+    /// shutdown) until a socket is connected (or closed), pair it with
+    /// [`acquire_resource`](Context::acquire_resource).
+    ///
+    /// Errors: [`ErrorCode::NotRegistered`] if the locality is not on a poll;
+    /// [`ErrorCode::Io`] if the operating system refuses.
+    pub fn register_io<S: mio::event::Source>(
+        &mut self,
+        source: S,
+        interest: mio::Interest,
+    ) -> Result<crate::IoGuard<S>> {
+        let address = self.cell().address.key();
+        let guard = crate::io::register(&self.core.io, address, source, interest)?;
+        if let Some(cell) = self.core.actors.get_mut(self.me) {
+            cell.plugins().io.push(guard.id().0);
+        }
+        Ok(guard)
+    }
+
     /// Starts building a child actor; this actor must be a supervisor.
     pub fn spawn<B: Actor>(&mut self, actor: B) -> Builder<'_, B> {
         Builder::new(self.core, Some(self.me), actor)

@@ -83,6 +83,9 @@ pub enum ErrorCode {
     /// Misuse: a mio token clashes with a token the locality uses.
     #[error("token clash")]
     TokenClash,
+    /// Misuse: the locality is not registered on a `mio::Poll` (needed for I/O).
+    #[error("locality not registered on a poll")]
+    NotRegistered,
     /// Misuse: the locality is already registered on a `mio::Poll`.
     #[error("already registered on a poll")]
     AlreadyRegisteredOnPoll,

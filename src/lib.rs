@@ -95,6 +95,7 @@ mod builder;
 mod context;
 mod error;
 pub mod inspect;
+mod io;
 mod lifecycle;
 mod locality;
 mod message;
@@ -112,6 +113,7 @@ pub use address::Address;
 pub use builder::{Builder, Elsewhere, Here};
 pub use context::{Context, Discovery, SubscriptionId};
 pub use error::{Error, ErrorCode, Result, SendError};
+pub use io::{Io, IoGuard, IoId};
 pub use locality::{
     DEFAULT_BUDGET, Locality, LocalityHandle, RESERVED_TOKENS, Stats, ViolationAction,
 };

@@ -428,6 +428,7 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     };
     if let Some(plugins) = cell.plugins.as_deref() {
         link::notify_servers(core, &cell.address, plugins);
+        core.io.borrow_mut().forget(plugins.io.iter().copied());
     }
     let reason = cell.reason.clone().unwrap_or_else(Error::normal);
     let restart = cell

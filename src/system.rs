@@ -34,9 +34,10 @@ pub const SYSTEM_WAKER: mio::Token = mio::Token(0);
 /// ```
 #[derive(Debug)]
 pub struct System {
+    // Dropped first: it releases its claim on the poll before the poll closes.
+    locality: Locality,
     poll: mio::Poll,
     events: mio::Events,
-    locality: Locality,
     spin: Duration,
 }
 

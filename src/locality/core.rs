@@ -7,6 +7,7 @@ use crate::address::Address;
 use crate::arena::{Arena, Key, remove_key};
 use crate::error::Error;
 use crate::inspect::Inspect;
+use crate::io::{IoTable, SharedIo};
 use crate::lifecycle;
 use crate::message::{Deliver, Queue, UserEnvelope};
 use crate::request::PendingRequest;
@@ -28,6 +29,7 @@ pub(crate) struct Core {
     pub(crate) subscriptions: Arena<SubscriptionRecord>,
     pub(crate) requests: Arena<PendingRequest>,
     pub(crate) queue: Queue,
+    pub(crate) io: SharedIo,
     pub(crate) timers: Timers,
     pub(crate) stats: Stats,
     pub(crate) inspect: Inspect,
@@ -56,8 +58,10 @@ pub enum ViolationAction {
 
 impl Core {
     pub(super) fn new(name: Option<String>, now: Instant) -> Core {
+        let shared = Arc::new(LocalityShared::new(name));
         Core {
-            shared: Arc::new(LocalityShared::new(name)),
+            io: IoTable::new(shared.id),
+            shared,
             now,
             clock_set: false,
             actors: Arena::default(),

@@ -50,6 +50,8 @@ pub struct Stats {
     pub timers: usize,
     /// Requests waiting for a response.
     pub requests: usize,
+    /// Registered I/O sources.
+    pub io: usize,
     /// Items waiting in the queue.
     pub queued: usize,
 }
@@ -88,6 +90,8 @@ pub struct Stats {
 /// ```
 pub struct Locality {
     core: Core,
+    /// The poll this locality's waker is on (mio allows one waker per poll).
+    poll: Option<PollClaim>,
     waker_token: Option<mio::Token>,
     budget: usize,
 }
@@ -123,6 +127,7 @@ impl Locality {
     fn build(name: Option<String>) -> Locality {
         Locality {
             core: Core::new(name, Instant::now()),
+            poll: None,
             waker_token: None,
             budget: DEFAULT_BUDGET,
         }
@@ -154,22 +159,38 @@ impl Locality {
             return Err(Error::new(ErrorCode::AlreadyRegisteredOnPoll)
                 .with_context(self.name().to_string()));
         }
+        let poll = PollClaim::claim(registry, self.name())?;
         let waker = mio::Waker::new(registry, token)?;
+        self.core
+            .io
+            .borrow_mut()
+            .set_registry(registry.try_clone()?);
         self.core.shared.set_waker(waker);
         self.waker_token = Some(token);
+        self.poll = Some(poll);
         Ok(())
     }
 
     /// `true` if `token` belongs to this locality (its waker or its I/O).
     pub fn handles(&self, token: mio::Token) -> bool {
-        self.waker_token == Some(token)
+        self.waker_token == Some(token) || self.core.io.borrow().owns(token)
     }
 
     /// Takes a mio event that [`handles`](Locality::handles) said is ours.
     ///
     /// A wake-up needs no work here: the next `dispatch` drains the inbox.
+    /// Readiness of an actor's source becomes an [`Io`](crate::Io) message to
+    /// the actor (a late event for a closed source is ignored).
     pub fn on_event(&mut self, event: &mio::event::Event) {
-        let _ = event;
+        let target = self.core.io.borrow().target(event.token());
+        if let Some((id, address)) = target {
+            let message = crate::io::readiness(id, event);
+            self.core.enqueue(crate::message::UserEnvelope {
+                dest: address,
+                sender: Key::NONE,
+                message,
+            });
+        }
     }
 
     /// Runs what is due at `now`: messages from other threads, due timers, and
@@ -408,10 +429,55 @@ impl Locality {
             addresses: c.addresses.len(),
             subscriptions: c.subscriptions.len(),
             timers: c.timers.len(),
+            io: c.io.borrow().len(),
             requests: c.requests.len(),
             queued: c.queue.len(),
             ..c.stats
         }
+    }
+}
+
+/// A poll that holds a locality's waker: mio allows one waker per poll, so a
+/// second locality on the same poll is refused with an error (mio would panic).
+#[derive(Debug)]
+struct PollClaim {
+    #[cfg(unix)]
+    fd: std::os::fd::RawFd,
+}
+
+#[cfg(unix)]
+static CLAIMED_POLLS: std::sync::Mutex<Vec<std::os::fd::RawFd>> = std::sync::Mutex::new(Vec::new());
+
+impl PollClaim {
+    #[cfg(unix)]
+    fn claim(registry: &mio::Registry, name: &str) -> Result<PollClaim> {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(registry);
+        let mut claimed = CLAIMED_POLLS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if claimed.contains(&fd) {
+            let why = format!(
+                "{name}: this poll already has a locality's waker (mio allows one per poll)"
+            );
+            return Err(Error::new(ErrorCode::AlreadyRegisteredOnPoll).with_context(why));
+        }
+        claimed.push(fd);
+        Ok(PollClaim { fd })
+    }
+
+    #[cfg(not(unix))]
+    fn claim(_: &mio::Registry, _: &str) -> Result<PollClaim> {
+        Ok(PollClaim {})
+    }
+}
+
+impl Drop for PollClaim {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        CLAIMED_POLLS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|&fd| fd != self.fd);
     }
 }
 

@@ -128,6 +128,8 @@ pub(crate) struct PluginState {
     pub(crate) clients: Vec<Address>,
     /// External subscriptions (on addresses of other localities).
     pub(crate) externals: Vec<external::External>,
+    /// I/O sources this actor registered (their events stop when it is gone).
+    pub(crate) io: SmallVec<[Key; 1]>,
     /// Resources: held counts by kind.
     pub(crate) resources: SmallVec<[(u32, u32); 2]>,
     /// The first failure a built-in plugin reported during init.
