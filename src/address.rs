@@ -70,7 +70,7 @@ impl Address {
     /// Messages from one thread keep their order. If the locality has finished,
     /// the message is handed back in the error.
     pub fn send<M: Send + 'static>(&self, message: M) -> Result<(), SendError<M>> {
-        self.0.locality.post_user(self.0.key, message)
+        self.0.locality.post_user(self.0.key, Key::NONE, message)
     }
 
     /// `true` once the address's locality has finished: nothing sent will arrive.

@@ -22,6 +22,18 @@ pub(crate) struct Key {
 }
 
 impl Key {
+    /// A message made by the framework itself (a timeout's response, say).
+    pub(crate) const FRAMEWORK: Key = Key {
+        idx: u32::MAX,
+        generation: u32::MAX - 2,
+    };
+
+    /// A sender on another locality (as seen where its message arrives).
+    pub(crate) const REMOTE: Key = Key {
+        idx: u32::MAX,
+        generation: u32::MAX - 1,
+    };
+
     /// A key that no arena ever hands out (used for "no actor").
     pub(crate) const NONE: Key = Key {
         idx: u32::MAX,

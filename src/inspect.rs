@@ -6,8 +6,8 @@
 //! | level | shows |
 //! |---|---|
 //! | 0 | nothing (the default; one branch per message) |
-//! | 1 | user messages: delivered, forwarded to another locality, dropped |
-//! | 2 | also the framework's traffic (lifecycle messages) |
+//! | 1 | user messages: delivered, sent to another locality, dropped (no subscriber, stale address, late or duplicate reply, locality finished) |
+//! | 2 | also the framework's own traffic: lifecycle, links, external subscriptions, the registry's requests |
 //!
 //! Lines go to `tracing` (target `commutator::delivery`, level INFO) when a
 //! subscriber is installed, to stderr otherwise, or to a sink of the user's.
@@ -100,6 +100,12 @@ fn actor_name(core: &Core, actor: Key) -> String {
     if actor.is_none() {
         return "outside".to_string();
     }
+    if actor == Key::REMOTE {
+        return "another locality".to_string();
+    }
+    if actor == Key::FRAMEWORK {
+        return "framework".to_string();
+    }
     match core.actors.get(actor) {
         Some(cell) => cell.address.to_string(),
         None => "gone".to_string(),
@@ -114,6 +120,32 @@ fn actor_label(core: &Core, actor: Key) -> String {
         Some(cell) => format!("{}#{}", cell.name, cell.address.0.seq),
         None => "gone".to_string(),
     }
+}
+
+/// `true` if a message of type `M` shows at the current level: user messages
+/// from level 1, the framework's own (the registry's protocol) from level 2.
+pub(crate) fn shows<M: 'static>(core: &Core) -> bool {
+    match core.inspect.level {
+        0 => false,
+        1 => !is_framework::<M>(),
+        _ => true,
+    }
+}
+
+fn is_framework<M: 'static>() -> bool {
+    use crate::registry::{Deregister, Discover, Register};
+    use crate::request::{CancelRequest, RequestMsg, Response};
+    use std::any::TypeId;
+    let t = TypeId::of::<M>();
+    [
+        TypeId::of::<RequestMsg<Register>>(),
+        TypeId::of::<Response<Register>>(),
+        TypeId::of::<RequestMsg<Discover>>(),
+        TypeId::of::<Response<Discover>>(),
+        TypeId::of::<CancelRequest<Discover>>(),
+        TypeId::of::<Deregister>(),
+    ]
+    .contains(&t)
 }
 
 pub(crate) fn routed<M: 'static>(
@@ -139,7 +171,7 @@ pub(crate) fn routed<M: 'static>(
 }
 
 pub(crate) fn dropped<M: 'static>(core: &mut Core, dest: Key, sender: Key, why: Drop) {
-    if core.inspect.level == 0 {
+    if !shows::<M>(core) {
         return;
     }
     let why = match why {
@@ -167,7 +199,7 @@ pub(crate) fn forwarded<M: 'static>(
     to: &crate::Address,
     accepted: bool,
 ) {
-    if core.inspect.level == 0 {
+    if !shows::<M>(core) {
         return;
     }
     let outcome = if accepted {

@@ -311,7 +311,7 @@ fn settle<R: Request>(core: &mut Core, key: Key, pending: PendingRequest, outcom
     };
     core.enqueue(ReplyEnvelope {
         dest: pending.reply_to.key(),
-        sender: Key::NONE,
+        sender: Key::FRAMEWORK,
         response,
         settled: true,
     });

@@ -200,7 +200,7 @@ pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message
         .as_any()
         .downcast_ref::<HandlerList<M>>()
         .expect("channel holds handlers of its own type");
-    if core.inspect.level > 0 {
+    if core.inspect.level > 0 && crate::inspect::shows::<M>(core) {
         crate::inspect::routed::<M>(core, dest, sender, handlers.iter().map(|h| h.actor));
     }
     for h in handlers {

@@ -109,7 +109,10 @@ impl Core {
                 message,
             });
         } else {
-            let accepted = to.0.locality.post_user(to.key(), message).is_ok();
+            let accepted =
+                to.0.locality
+                    .post_user(to.key(), Key::REMOTE, message)
+                    .is_ok();
             if !accepted {
                 self.stats.dropped_closed += 1;
             }

@@ -63,9 +63,11 @@ impl LocalityShared {
     }
 
     /// Posts a user message from any thread; hands it back if the locality has finished.
+    /// `sender` is `Key::REMOTE` for an actor elsewhere, `Key::NONE` from outside any actor.
     pub(crate) fn post_user<M: Send + 'static>(
         &self,
         dest: Key,
+        sender: Key,
         message: M,
     ) -> Result<(), SendError<M>> {
         let mut inbox = self.lock();
@@ -75,7 +77,7 @@ impl LocalityShared {
         }
         inbox.items.push(Box::new(UserEnvelope {
             dest,
-            sender: Key::NONE,
+            sender,
             message,
         }));
         drop(inbox);

@@ -58,7 +58,7 @@ impl<M: Clone + Send + 'static> Install for Forward<M> {
         let Forward { to, identity, .. } = *self;
         let forward: HandlerFn<M> = Rc::new(move |_: &mut Core, _: Key, message: &M| {
             // A finished subscriber locality refuses it: dropped by design.
-            let _ = to.post_user(identity, message.clone());
+            let _ = to.post_user(identity, Key::REMOTE, message.clone());
         });
         subscription::subscribe(core, address, Key::NONE, forward)
     }
