@@ -152,7 +152,6 @@ impl<A: Actor> ActorBox<A> {
 
 /// An actor with its type erased.
 pub(crate) trait ActorObject: Any {
-    fn as_any_mut(&mut self) -> &mut dyn Any;
     fn hook(&mut self, hook: Hook, core: &mut Core, me: Key);
     /// The user plugins' vote.
     fn vote(&mut self, phase: Phase, core: &mut Core, me: Key) -> Vote;
@@ -161,10 +160,6 @@ pub(crate) trait ActorObject: Any {
 }
 
 impl<A: Actor> ActorObject for ActorBox<A> {
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-
     fn hook(&mut self, hook: Hook, core: &mut Core, me: Key) {
         let ctx = &mut Context::new(core, me);
         let actor = &mut self.actor;
@@ -268,7 +263,7 @@ pub(crate) fn with_actor<A: Actor>(
     run: impl FnOnce(&mut A, &mut Context<'_, A>),
 ) {
     with_object(core, me, |object, core| {
-        if let Some(b) = object.as_any_mut().downcast_mut::<ActorBox<A>>() {
+        if let Some(b) = (object as &mut dyn Any).downcast_mut::<ActorBox<A>>() {
             run(&mut b.actor, &mut Context::new(core, me));
         }
     });

@@ -32,6 +32,8 @@ use std::sync::Arc;
 pub struct Address(pub(crate) Arc<AddressInner>);
 
 pub(crate) struct AddressInner {
+    /// The locality's id, copied here: one load less on every send.
+    pub(crate) locality_id: u32,
     pub(crate) locality: Arc<LocalityShared>,
     pub(crate) key: Key,
     pub(crate) actor: Cow<'static, str>,
@@ -48,6 +50,7 @@ impl Address {
         identity: Option<Cow<'static, str>>,
     ) -> Address {
         Address(Arc::new(AddressInner {
+            locality_id: locality.id,
             locality,
             key,
             actor,
@@ -61,7 +64,7 @@ impl Address {
     }
 
     pub(crate) fn locality_id(&self) -> u32 {
-        self.0.locality.id
+        self.0.locality_id
     }
 
     /// Sends a message from outside any actor, from any thread: through the
@@ -90,7 +93,7 @@ impl Address {
 
 impl PartialEq for Address {
     fn eq(&self, other: &Self) -> bool {
-        self.0.key == other.0.key && self.0.locality.id == other.0.locality.id
+        self.0.key == other.0.key && self.0.locality_id == other.0.locality_id
     }
 }
 
@@ -98,7 +101,7 @@ impl Eq for Address {}
 
 impl Hash for Address {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.locality.id.hash(state);
+        self.0.locality_id.hash(state);
         self.0.key.hash(state);
     }
 }

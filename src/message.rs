@@ -42,26 +42,59 @@ impl<M: Send + 'static> Remote for UserEnvelope<M> {
 
 type DeliverFn = fn(&mut Core, u32);
 
+/// Entries of the slot cache: a direct-mapped cache in front of `slots`.
+const CACHE: usize = 16;
+
+/// A type never queued, marking empty cache entries.
+enum Vacant {}
+
 /// The FIFO queue of a locality.
-#[derive(Default)]
 pub(crate) struct Queue {
+    /// Recently used envelope types and their slots (most pushes hit here).
+    cache: [(TypeId, u32); CACHE],
     slots: HashMap<TypeId, u32, BuildHasherDefault<TypeIdHasher>>,
     typed: Vec<Box<dyn Any>>,
     order: VecDeque<(DeliverFn, u32)>,
 }
 
+impl Default for Queue {
+    fn default() -> Self {
+        Queue {
+            cache: [(TypeId::of::<Vacant>(), 0); CACHE],
+            slots: HashMap::default(),
+            typed: Vec::new(),
+            order: VecDeque::new(),
+        }
+    }
+}
+
 impl Queue {
-    /// Appends an envelope at the back of the FIFO.
-    pub(crate) fn push<E: Deliver>(&mut self, envelope: E) {
-        let slot = match self.slots.get(&TypeId::of::<E>()) {
+    /// The slot of envelope type `E`, made on first use.
+    #[inline]
+    fn slot_of<E: Deliver>(&mut self) -> u32 {
+        let id = TypeId::of::<E>();
+        let mut hasher = TypeIdHasher::default();
+        std::hash::Hash::hash(&id, &mut hasher);
+        let line = (hasher.finish().wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60) as usize % CACHE;
+        if self.cache[line].0 == id {
+            return self.cache[line].1;
+        }
+        let slot = match self.slots.get(&id) {
             Some(&slot) => slot,
             None => {
                 let slot = self.typed.len() as u32;
                 self.typed.push(Box::new(VecDeque::<E>::new()));
-                self.slots.insert(TypeId::of::<E>(), slot);
+                self.slots.insert(id, slot);
                 slot
             }
         };
+        self.cache[line] = (id, slot);
+        slot
+    }
+
+    /// Appends an envelope at the back of the FIFO.
+    pub(crate) fn push<E: Deliver>(&mut self, envelope: E) {
+        let slot = self.slot_of::<E>();
         typed::<E>(&mut self.typed[slot as usize]).push_back(envelope);
         self.order.push_back((deliver_next::<E>, slot));
     }
@@ -81,9 +114,7 @@ impl Queue {
 
     /// Drops every queued envelope (used when a locality is torn down).
     pub(crate) fn clear(&mut self) {
-        self.order.clear();
-        self.typed.clear();
-        self.slots.clear();
+        *self = Queue::default();
     }
 }
 

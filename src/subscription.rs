@@ -35,9 +35,7 @@ impl<M> Clone for Handler<M> {
 type HandlerList<M> = SmallVec<[Handler<M>; 1]>;
 
 /// A handler list with its message type erased.
-pub(crate) trait ErasedList {
-    fn as_any(&self) -> &dyn Any;
-    fn as_any_mut(&mut self) -> &mut dyn Any;
+pub(crate) trait ErasedList: Any {
     fn copy(&self) -> Rc<dyn ErasedList>;
     /// Removes a subscription; `true` if the list is now empty.
     fn remove(&mut self, sub: Key) -> bool;
@@ -45,12 +43,6 @@ pub(crate) trait ErasedList {
 }
 
 impl<M: 'static> ErasedList for HandlerList<M> {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
     fn copy(&self) -> Rc<dyn ErasedList> {
         Rc::new(self.clone())
     }
@@ -128,7 +120,7 @@ fn make_mut(list: &mut Rc<dyn ErasedList>) -> &mut dyn ErasedList {
 }
 
 fn typed_mut<M: 'static>(list: &mut dyn ErasedList) -> &mut HandlerList<M> {
-    list.as_any_mut()
+    (list as &mut dyn Any)
         .downcast_mut::<HandlerList<M>>()
         .expect("channel holds handlers of its own type")
 }
@@ -196,8 +188,7 @@ pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message
             Some(channel) => channel.list.clone(),
         },
     };
-    let handlers = list
-        .as_any()
+    let handlers = (&*list as &dyn Any)
         .downcast_ref::<HandlerList<M>>()
         .expect("channel holds handlers of its own type");
     if core.inspect.level > 0 && crate::inspect::shows::<M>(core) {

@@ -168,7 +168,8 @@ pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child:
     let Some(sup) = cell.supervisor.as_deref_mut() else {
         return;
     };
-    let Some(record) = sup.child_mut(slot, child) else {
+    let synchronized = sup.config.synchronize_start;
+    let Some(record) = sup.children.get_mut(slot).filter(|r| r.is(child)) else {
         return;
     };
     if record.state != ChildState::Initializing {
@@ -178,7 +179,15 @@ pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child:
     record.initializing = false;
     sup.initializing -= 1;
     match my_state {
-        ActorState::Operational => start_children(core, me),
+        // Start just this child (a rescan of all children here would make
+        // spawning n children O(n^2)); a synchronized start waits for the last.
+        ActorState::Operational if !synchronized => {
+            record.state = ChildState::Started;
+            if let Some(address) = record.address.clone() {
+                core.send_system(&address, SystemMsg::Start);
+            }
+        }
+        ActorState::Operational if sup.initializing == 0 => start_children(core, me),
         ActorState::Initializing => lifecycle::try_init(core, me),
         _ => {}
     }
