@@ -74,7 +74,10 @@ pub trait Actor: Sized + 'static {
     }
 }
 
-/// Where an actor is in its lifecycle.
+/// Where an actor is in its lifecycle; see [`Context::state`] and
+/// [`Locality::state_of`](crate::Locality::state_of). States only move
+/// forward, in declaration order (so they compare with `<`); `Display`
+/// prints rotor's names (`OPERATIONAL`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ActorState {
     /// Created; receives nothing yet.
@@ -104,7 +107,10 @@ impl fmt::Display for ActorState {
     }
 }
 
-/// Per-actor settings, set on the [`Builder`](crate::Builder).
+/// Per-actor settings, set on the [`Builder`](crate::Builder) with
+/// [`init_timeout`](crate::Builder::init_timeout) and
+/// [`shutdown_timeout`](crate::Builder::shutdown_timeout). No other part of
+/// the API takes or returns it today.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ActorConfig {
     /// How long init may take before it fails with `InitTimeout` (`None`: no limit).

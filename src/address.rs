@@ -21,12 +21,42 @@ use std::sync::Arc;
 /// `Display` is stable and readable: `locality/actor#n`, plus `:identity` for
 /// extra addresses, where `n` counts the actors spawned on that locality.
 ///
+/// Inside an actor, send with [`Context::send`](crate::Context::send); from
+/// the loop's code, with [`Locality::send`](crate::Locality::send); from any
+/// other thread, with [`Address::send`].
+///
+/// # Examples
+///
 /// ```
-/// # use commutator::*;
-/// let mut locality = Locality::new();
-/// let root = locality.spawn_root(Supervisor).name("root").finish()?;
-/// assert_eq!(root.to_string(), "L0/root#1");
-/// # Ok::<(), commutator::Error>(())
+/// use commutator::*;
+///
+/// struct Note(&'static str);
+///
+/// struct Inbox;
+/// impl Actor for Inbox {
+///     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.subscribe(|_: &mut Self, note: &Note, ctx: &mut Context<'_, Self>| {
+///             assert_eq!(note.0, "from a thread");
+///             ctx.shutdown();
+///         });
+///     }
+/// }
+///
+/// let mut system = System::named("app")?;
+/// let inbox = system.spawn_root(Inbox).name("inbox").finish()?;
+/// assert_eq!(inbox.to_string(), "app/inbox#1");
+///
+/// let copy = inbox.clone(); // `Send + Sync`: hand clones to any thread
+/// std::thread::spawn(move || copy.send(Note("from a thread")).is_ok())
+///     .join()
+///     .expect("the thread ran");
+/// system.run()?;
+///
+/// // The locality has finished: the message is handed back.
+/// let refused = inbox.send(Note("too late")).unwrap_err();
+/// assert_eq!(refused.message.0, "too late");
+/// assert!(inbox.is_closed());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct Address(pub(crate) Arc<AddressInner>);
@@ -71,7 +101,10 @@ impl Address {
     /// inbox of the address's locality, waking its loop.
     ///
     /// Messages from one thread keep their order. If the locality has finished,
-    /// the message is handed back in the error.
+    /// the message is handed back in the error. A message accepted here may
+    /// still be dropped on arrival (no subscriber, or the actor is gone), as
+    /// any message may; the locality counts it in its
+    /// [`Stats`](crate::Stats).
     pub fn send<M: Send + 'static>(&self, message: M) -> Result<(), SendError<M>> {
         self.0.locality.post_user(self.0.key, Key::NONE, message)
     }

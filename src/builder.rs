@@ -60,7 +60,61 @@ impl<A> fmt::Debug for Elsewhere<A> {
 /// [`Locality::spawn`](crate::Locality::spawn), [`Context::spawn`](crate::Context::spawn),
 /// their `spawn_with` forms, which take a factory so that the actor can be
 /// restarted (see [`restart`](Builder::restart)), and `spawn_on`, which makes
-/// the actor on another locality.
+/// the actor on another locality. [`System`](crate::System) has the same
+/// methods.
+///
+/// Nothing exists until [`finish`](Builder::finish): it checks the settings,
+/// makes the actor's address and queues its init, which runs in a later
+/// dispatch step. Errors (a parent that is not a supervisor or is going
+/// away, a restart policy without a factory) come back from `finish`.
+///
+/// | setting | for |
+/// |---|---|
+/// | [`name`](Builder::name) | the name in its address (default: the type's name) |
+/// | [`supervisor`](Builder::supervisor) | makes it a supervisor, with a [`SupervisorConfig`](crate::SupervisorConfig) |
+/// | [`init_timeout`](Builder::init_timeout), [`shutdown_timeout`](Builder::shutdown_timeout) | limits on init and shutdown (default: none) |
+/// | [`register_as`](Builder::register_as), [`registry`](Builder::registry) | a name in the registry, and which registry |
+/// | [`restart`](Builder::restart), [`restart_delay`](Builder::restart_delay), [`restart_backoff`](Builder::restart_backoff), [`restart_limit`](Builder::restart_limit) | what its supervisor does when it goes down |
+/// | [`escalate_failure`](Builder::escalate_failure), [`autoshutdown_supervisor`](Builder::autoshutdown_supervisor) | when its end takes its supervisor down too |
+/// | [`plugin`](Builder::plugin) | a [`Plugin`](crate::Plugin) of yours, voting on its lifecycle |
+///
+/// # Examples
+///
+/// A root supervisor and a child that fails as soon as it starts: restarted
+/// twice, then given up on, which takes the root down with it.
+///
+/// ```
+/// use commutator::*;
+/// use std::time::Duration;
+///
+/// struct Fragile;
+/// impl Actor for Fragile {
+///     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.fail(Error::failure("disk full"));
+///     }
+/// }
+///
+/// let mut system = System::named("app")?;
+/// let root = system
+///     .spawn_root(Supervisor) // a root: nobody above it
+///     .name("root")
+///     .supervisor(SupervisorConfig::default()) // it may have children
+///     .finish()?;
+/// system
+///     .spawn_with(&root, || Fragile) // a factory, so that it can be restarted
+///     .name("fragile")
+///     .restart(RestartPolicy::OnFailure)
+///     .restart_limit(2, Duration::from_secs(60))
+///     .escalate_failure() // when given up on, its supervisor goes too
+///     .finish()?;
+/// let reason = system.run().unwrap_err();
+/// let codes: Vec<ErrorCode> = reason.chain().map(Error::code).collect();
+/// assert_eq!(
+///     codes,
+///     [ErrorCode::FailureEscalation, ErrorCode::RestartLimit, ErrorCode::Failure]
+/// );
+/// # Ok::<(), commutator::Error>(())
+/// ```
 #[must_use = "an actor is spawned only by `finish()`"]
 pub struct Builder<'a, A: Actor, T = Here<A>> {
     core: &'a mut Core,
@@ -186,7 +240,10 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
         self
     }
 
-    /// Uses the registry at `registry` (default: the supervisor's).
+    /// Uses the registry at `registry` for [`register_as`](Builder::register_as),
+    /// [`Context::register_name`](crate::Context::register_name) and
+    /// [`Context::discover`](crate::Context::discover) (default: the one the
+    /// supervisor uses, inherited down the tree).
     pub fn registry(mut self, registry: &Address) -> Self {
         self.registry = Some(registry.clone());
         self
@@ -214,7 +271,9 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
         self
     }
 
-    /// Gives up on the child after `restarts` restarts within `period`.
+    /// Gives up on the child after `restarts` restarts within `period`
+    /// (default: 3 in 5 s); the error that then reaches the supervisor's
+    /// decision has the code [`ErrorCode::RestartLimit`](crate::ErrorCode::RestartLimit).
     pub fn restart_limit(mut self, restarts: u32, period: Duration) -> Self {
         self.supervision.limit = restarts;
         self.supervision.period = period;

@@ -16,7 +16,9 @@ use std::marker::PhantomData;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// Names a subscription, for [`Context::unsubscribe`].
+/// Names a subscription, for [`Context::unsubscribe`]; returned by
+/// [`Context::subscribe`], [`subscribe_on`](Context::subscribe_on) and
+/// [`subscribe_external`](Context::subscribe_external).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct SubscriptionId(pub(crate) Key);
 
@@ -24,7 +26,85 @@ pub struct SubscriptionId(pub(crate) Key);
 ///
 /// Everything a context does is queued or recorded: sends are delivered after
 /// the current handler returns, in FIFO order, never re-entrantly. A context
-/// cannot leave its thread (`!Send`).
+/// cannot leave its thread (`!Send`) and lives only for the call it was
+/// given to; keep [`Address`]es, ids and data in the actor, not the context.
+///
+/// What it offers, by topic:
+///
+/// - who am I: [`address`](Context::address), [`name`](Context::name),
+///   [`state`](Context::state), [`supervisor`](Context::supervisor),
+///   [`now`](Context::now) (the locality's clock);
+/// - messages: [`send`](Context::send), [`subscribe`](Context::subscribe),
+///   [`subscribe_on`](Context::subscribe_on),
+///   [`subscribe_external`](Context::subscribe_external),
+///   [`unsubscribe`](Context::unsubscribe),
+///   [`create_address`](Context::create_address);
+/// - time: [`start_timer`](Context::start_timer),
+///   [`cancel_timer`](Context::cancel_timer);
+/// - requests: [`request`](Context::request),
+///   [`request_via`](Context::request_via), [`reply`](Context::reply),
+///   [`reply_error`](Context::reply_error),
+///   [`cancel_request`](Context::cancel_request);
+/// - children (supervisors only): [`spawn`](Context::spawn),
+///   [`spawn_with`](Context::spawn_with), [`spawn_on`](Context::spawn_on);
+/// - the lifecycle: [`link`](Context::link),
+///   [`register_name`](Context::register_name),
+///   [`discover`](Context::discover),
+///   [`acquire_resource`](Context::acquire_resource),
+///   [`release_resource`](Context::release_resource),
+///   [`continue_lifecycle`](Context::continue_lifecycle),
+///   [`shutdown`](Context::shutdown), [`fail`](Context::fail),
+///   [`shutdown_supervisor`](Context::shutdown_supervisor);
+/// - I/O: [`register_io`](Context::register_io).
+///
+/// # Examples
+///
+/// A metronome that sends itself a `Tick` every second and stops after
+/// three, driven by a manual clock (no sleeping):
+///
+/// ```
+/// use commutator::*;
+/// use std::time::Duration;
+///
+/// struct Tick;
+///
+/// #[derive(Default)]
+/// struct Metronome {
+///     ticks: u32,
+/// }
+/// impl Actor for Metronome {
+///     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.subscribe(Self::on_tick); // handlers are subscribed during init
+///     }
+///     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.start_timer(Duration::from_secs(1), Self::on_timer);
+///     }
+/// }
+/// impl Metronome {
+///     fn on_timer(&mut self, ctx: &mut Context<'_, Self>, _: TimerId) {
+///         let me = ctx.address().clone();
+///         ctx.send(&me, Tick); // queued: delivered after this call returns
+///         ctx.start_timer(Duration::from_secs(1), Self::on_timer); // timers fire once
+///     }
+///     fn on_tick(&mut self, _: &Tick, ctx: &mut Context<'_, Self>) {
+///         self.ticks += 1;
+///         if self.ticks == 3 {
+///             ctx.shutdown(); // a root: nothing is left, the locality finishes
+///         }
+///     }
+/// }
+///
+/// let mut locality = Locality::new();
+/// let t0 = locality.now();
+/// let metronome = locality.spawn_root(Metronome::default()).finish()?;
+/// locality.run_until_idle(t0);
+/// assert_eq!(locality.state_of(&metronome), Some(ActorState::Operational));
+/// for second in 1..=3 {
+///     locality.run_until_idle(t0 + Duration::from_secs(second));
+/// }
+/// assert!(locality.is_finished());
+/// # Ok::<(), commutator::Error>(())
+/// ```
 pub struct Context<'a, A: Actor> {
     pub(crate) core: &'a mut Core,
     pub(crate) me: Key,
@@ -68,7 +148,10 @@ impl<'a, A: Actor> Context<'a, A> {
         self.cell().state
     }
 
-    /// The locality's clock: the `now` passed to the current dispatch.
+    /// The locality's clock: the latest `now` given to
+    /// [`Locality::dispatch`](crate::Locality::dispatch) (it never moves
+    /// backwards). Read time here rather than from `Instant::now()`, and
+    /// tests can drive the actor with a manual clock.
     pub fn now(&self) -> Instant {
         self.core.now
     }
@@ -207,7 +290,14 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// Sends a request to `to`; the [`Response<R>`](crate::Response) comes back
     /// to this actor's main address (subscribe to it), exactly once: the reply,
-    /// the server's error, or `RequestTimeout` after `timeout`.
+    /// the server's error, or `RequestTimeout` after `timeout` (counted on the
+    /// locality's clock from now), or `Cancelled`
+    /// ([`cancel_request`](Context::cancel_request)).
+    ///
+    /// The server sees a [`RequestMsg<R>`](crate::RequestMsg). If this actor
+    /// shuts down first, its pending requests end with it: the servers get a
+    /// [`CancelRequest<R>`](crate::CancelRequest) and no response is
+    /// delivered. See the example on [`Request`](crate::Request).
     pub fn request<R: Request>(
         &mut self,
         to: &Address,
@@ -281,7 +371,10 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Registers this actor's main address under `name` in its registry (see
     /// [`SupervisorConfig::with_registry`](crate::SupervisorConfig::with_registry)).
     /// Init waits for the answer and fails with `AlreadyRegistered` if the
-    /// name is taken. The name is deregistered when the actor shuts down.
+    /// name is taken (after init, the actor shuts down with that reason). The
+    /// name is deregistered when the actor shuts down.
+    /// [`Builder::register_as`](crate::Builder::register_as) does the same
+    /// from the builder.
     pub fn register_name(&mut self, name: impl Into<Cow<'static, str>>) {
         crate::plugin::registry::register(self, name.into());
     }
@@ -289,6 +382,15 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Starts discovering the address registered under `name`; finish with
     /// [`Discovery::then`]. Init waits for the answer and fails with
     /// `UnknownService` if there is none (unless told to [`wait`](Discovery::wait)).
+    ///
+    /// Called after init, a discovery does not hold anything, but a failed
+    /// one still ends the actor: it shuts down with `UnknownService` as its
+    /// reason. The registry is the one the actor was built with (see
+    /// [`SupervisorConfig::with_registry`](crate::SupervisorConfig::with_registry)
+    /// and [`Builder::registry`](crate::Builder::registry)); with none, the
+    /// discovery fails the same way. While the actor has no init timeout, a
+    /// discovery that waits may wait for as long as the actor lives. See the
+    /// example on [`Registry`](crate::Registry).
     pub fn discover(&mut self, name: impl Into<String>) -> Discovery<'_, 'a, A> {
         Discovery {
             ctx: self,
@@ -369,12 +471,17 @@ impl<'a, A: Actor> Context<'a, A> {
         Ok(guard)
     }
 
-    /// Starts building a child actor; this actor must be a supervisor.
+    /// Starts building a child actor; this actor must be a supervisor (built
+    /// with [`Builder::supervisor`]), or `finish` fails with
+    /// [`ErrorCode::NotASupervisor`]. Children spawned during `init_start`
+    /// hold the supervisor's init until they have initialized.
     pub fn spawn<B: Actor>(&mut self, actor: B) -> Builder<'_, B> {
         Builder::new(self.core, Some(self.me), actor)
     }
 
-    /// Asks this actor's supervisor to shut this actor down, normally.
+    /// Asks this actor's supervisor to shut this actor down, normally (a
+    /// root shuts itself down). The supervisor then applies the actor's
+    /// restart policy, if any.
     pub fn shutdown(&mut self) {
         lifecycle::request_own_shutdown(self.core, self.me, Error::normal());
     }
@@ -387,6 +494,9 @@ impl<'a, A: Actor> Context<'a, A> {
     }
 
     /// Asks this actor's supervisor to shut itself (and so all its children) down.
+    /// For a root, which has no supervisor, it shuts the root down. Asking
+    /// the root to go is how a program ends: [`System::run`](crate::System::run)
+    /// returns once the root has shut down.
     pub fn shutdown_supervisor(&mut self) {
         let parent = self.cell().parent.as_ref().map(|p| p.address.clone());
         match parent {
@@ -441,7 +551,9 @@ impl<A: Actor> Discovery<'_, '_, A> {
         self
     }
 
-    /// Sends the discovery; `found` gets the address when it comes.
+    /// Sends the discovery; `found` gets the address when it comes. On a
+    /// failure `found` is not called: the actor's init fails (or, after
+    /// init, the actor shuts down) with the registry's error.
     pub fn then<F>(self, found: F)
     where
         F: FnOnce(&mut A, &Address, &mut Context<'_, A>) + 'static,

@@ -23,7 +23,7 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::rc::Rc;
 
-/// Names one registered source.
+/// Names one registered source: [`IoGuard::id`], carried by each [`Io`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct IoId(pub(crate) Key);
 
@@ -39,7 +39,9 @@ impl fmt::Display for IoId {
     }
 }
 
-/// Readiness of a registered source, delivered to its actor's main address.
+/// Readiness of a registered source, delivered to its actor's main address
+/// (subscribe to `Io`; with several sources, tell them apart by
+/// [`id`](Io::id)). See [`IoGuard`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Io {
     id: IoId,
@@ -195,6 +197,61 @@ pub(crate) fn readiness(id: IoId, event: &mio::event::Event) -> Io {
 
 /// A registered source, owned by an actor: use it through `Deref`; dropping
 /// it deregisters the source.
+///
+/// Made by [`Context::register_io`](crate::Context::register_io), which
+/// needs the locality to be on a poll (a [`System`](crate::System), or a
+/// [`Locality`](crate::Locality) you [`register`](crate::Locality::register)ed).
+/// Each readiness event of the source becomes an [`Io`] message on the
+/// actor's main address, carrying the guard's [`id`](IoGuard::id). Keep the
+/// guard in the actor; when the actor shuts down its events stop, and the
+/// guard deregisters when the actor is dropped. [`into_inner`](IoGuard::into_inner)
+/// deregisters and hands the source back.
+///
+/// As with any mio source, read or accept until `WouldBlock` on each
+/// readiness message: the events are edge-triggered.
+///
+/// # Examples
+///
+/// An actor that owns a listener and ends once it has accepted one connection:
+///
+/// ```
+/// use commutator::mio::{Interest, net::TcpListener};
+/// use commutator::*;
+///
+/// struct Door {
+///     socket: Option<TcpListener>,
+///     guard: Option<IoGuard<TcpListener>>,
+/// }
+/// impl Actor for Door {
+///     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.subscribe(Self::on_io); // readiness comes as `Io` messages
+///         if let Some(socket) = self.socket.take() {
+///             match ctx.register_io(socket, Interest::READABLE) {
+///                 Ok(guard) => self.guard = Some(guard),
+///                 Err(e) => ctx.fail(e),
+///             }
+///         }
+///     }
+/// }
+/// impl Door {
+///     fn on_io(&mut self, io: &Io, ctx: &mut Context<'_, Self>) {
+///         let Some(listener) = self.guard.as_mut() else { return };
+///         assert_eq!(io.id(), listener.id());
+///         if let Ok((_stream, _peer)) = listener.accept() {
+///             self.guard = None; // dropping the guard deregisters the listener
+///             ctx.shutdown();
+///         }
+///     }
+/// }
+///
+/// let socket = TcpListener::bind("127.0.0.1:0".parse()?)?;
+/// let address = socket.local_addr()?;
+/// let mut system = System::new()?; // a locality on a poll of its own
+/// system.spawn_root(Door { socket: Some(socket), guard: None }).finish()?;
+/// let _client = std::net::TcpStream::connect(address)?; // waits in the backlog
+/// system.run()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct IoGuard<S: Source> {
     source: Option<S>,
     id: IoId,

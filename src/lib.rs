@@ -1,24 +1,107 @@
 //! # commutator
 //!
 //! An event-loop friendly actor micro-framework on [mio], after the C++
-//! framework [rotor](https://github.com/basiliscos/cpp-rotor).
+//! framework [rotor](https://github.com/basiliscos/cpp-rotor): sequential
+//! localities, addresses with pub/sub, request/response with a timeout per
+//! request, an asynchronous lifecycle voted on by plugins, and supervisor
+//! trees written in code, on a loop of its own or on yours.
 //!
-//! ## The main types
+//! New to commutator? `docs/tutorial.md` (in the repository) goes from
+//! `cargo new` to two actors that find each other through the registry and
+//! talk with requests that time out; `examples/tutorial.rs` is the finished
+//! program. Coming from another framework: `docs/coming-from-rotor.md` and
+//! `docs/coming-from-actix-or-stakker.md`.
 //!
-//! - A [`Locality`] is a sequential execution context: every message of a
-//!   locality is delivered one at a time, on one thread, so actors need no locks.
-//!   A [`System`] runs one locality on a `mio::Poll` of its own; or you embed a
-//!   `Locality` in the mio loop you already have.
-//! - An [`Actor`] is user code; it runs inside a supervisor and reacts to
-//!   messages through handlers it subscribes with its [`Context`].
-//! - An [`Address`] is a delivery point made by a locality. Any message
-//!   (`M: Send + 'static`) can be sent to any address, and any actor can
-//!   subscribe to any message type on any address (pub/sub).
-//! - A supervisor is an actor built with [`Builder::supervisor`]: it owns
+//! ## The main types and how they relate
+//!
+//! ```text
+//!  System ─ owns ─► mio::Poll + Locality ◄─ LocalityHandle ◄─ other threads (spawn_on)
+//!                              │ one message at a time
+//!                              ▼
+//!          root actor (a Supervisor) ─► children ─► grandchildren ...
+//!                              │ every hook and handler gets a
+//!                              ▼
+//!   Context ─► send to an Address, subscribe, request, timers, spawn (Builder)
+//! ```
+//!
+//! **Where actors run.**
+//! - A [`Locality`] is a sequential execution context: the actors, addresses,
+//!   subscriptions, timers and the one FIFO queue of one loop. It delivers one
+//!   message at a time, on one thread, so actor state needs no locks. It is
+//!   `!Send`: it stays on the thread that made it. Time is passed in: you
+//!   call [`Locality::dispatch`] with `now`, and it tells you how long you may
+//!   block ([`Locality::poll_timeout`]).
+//! - A [`System`] is a `Locality` with a `mio::Poll` of its own:
+//!   [`System::run`] is the whole loop, and returns the root's shutdown reason.
+//! - A [`LocalityHandle`] (`Send + Sync`) lets a supervisor on one thread make
+//!   children on another thread's locality ([`Context::spawn_on`]); while a
+//!   handle lives, its locality keeps serving.
+//!
+//! **What actors are.**
+//! - An [`Actor`] is your type. Its five hooks mark the lifecycle (NEW →
+//!   INITIALIZING → INITIALIZED → OPERATIONAL → SHUTTING_DOWN → SHUT_DOWN);
+//!   every one has a default, so `impl Actor for T {}` is a complete actor.
+//! - A [`Context`] is what a hook or handler may do: send, subscribe, make
+//!   addresses, start timers, send requests and reply, spawn children, link,
+//!   use the registry, hold resources, shut down or fail. It lives only for
+//!   the length of the call.
+//! - A [`Builder`] configures one actor before it exists (name, timeouts,
+//!   supervisor settings, registry name, restart policy, plugins);
+//!   [`Builder::finish`] spawns it. Every `spawn*` method returns one.
+//!
+//! **Where messages go.**
+//! - An [`Address`] is a delivery point made by a locality: every actor has
+//!   a main one and may make more ([`Context::create_address`]). Any message
+//!   (`M: Send + 'static`) can be sent to any address, and any actor of the
+//!   locality may subscribe to any message type on any address (pub/sub);
+//!   [`Context::subscribe_external`] reaches addresses of other localities.
+//!   Addresses are `Send + Sync`, generational, and print the same readable
+//!   name every run (`app/teller#4`).
+//!
+//! **Trees.**
+//! - Any actor built with [`Builder::supervisor`] is a supervisor: it owns
 //!   children and composes their lifecycles, so a whole tree becomes
-//!   OPERATIONAL, or shuts down, with no code from the user.
+//!   OPERATIONAL, or shuts down, without code of yours. [`Supervisor`] is one
+//!   with no behaviour of its own, for inner nodes; [`SupervisorConfig`] says
+//!   what happens when a child fails its init, whether children start
+//!   together, and whether the supervisor keeps a registry.
+//! - What a supervisor does when a child goes down is set on the child's
+//!   builder: [`RestartPolicy`], delay, back-off, limit, escalation.
 //!
-//! ## Example
+//! **Requests.**
+//! - A [`Request`] type names its response type. [`Context::request`] sends a
+//!   [`RequestMsg<R>`](RequestMsg) to the server and arms a timer; the
+//!   requester gets exactly one [`Response<R>`](Response): the reply, the
+//!   server's error, a timeout, or a cancellation.
+//!
+//! **Names.**
+//! - The [`Registry`] is an actor that maps names to addresses. A supervisor
+//!   made with [`SupervisorConfig::with_registry`] starts one for its subtree;
+//!   [`Builder::register_as`] registers an actor while it initializes, and
+//!   [`Context::discover`] finds one (and can wait for it, and link to it).
+//!
+//! **The lifecycle, extended.**
+//! - Built-in plugins (registry, link, resources, child manager) vote on when
+//!   init and shutdown are done. A [`Plugin`] of yours adds a vote
+//!   ([`Vote::Ready`], [`Vote::Pending`] or [`Vote::Failed`]) with
+//!   [`Builder::plugin`].
+//!
+//! **I/O.**
+//! - [`Context::register_io`] puts a mio source (a socket, a listener) on the
+//!   locality's poll and returns an [`IoGuard`] that owns it and deregisters
+//!   it when dropped; readiness arrives as [`Io`] messages on the actor's
+//!   address.
+//!
+//! **Failures.**
+//! - An [`Error`] is an [`ErrorCode`], a context (who or what) and the error
+//!   that caused it. Shutdown reasons, failed responses and refused calls are
+//!   all `Error`s; `{:#}` prints the chain one cause per line. Misuse of the
+//!   API returns `Err`, it does not panic; a message that cannot be sent is
+//!   handed back in a [`SendError`].
+//!
+//! [`prelude`] holds the names most programs need.
+//!
+//! ## A complete example
 //!
 //! A pinger and a ponger under one supervisor. The ponger publishes `Pong` on
 //! its own address, where the pinger subscribed (pub/sub).
@@ -80,6 +163,135 @@
 //! system.run()?; // Ok: the tree shut down normally
 //! # Ok::<(), commutator::Error>(())
 //! ```
+//!
+//! ## Owned loop or embedded loop
+//!
+//! **Owned.** [`System`] makes a `mio::Poll`, registers its locality on it and
+//! runs it: [`System::run`] returns when the root actors have shut down, as
+//! in the example above. Sources of your own can share its poll through
+//! [`System::registry`]; the locality is at [`System::locality`].
+//!
+//! **Embedded.** A program that already owns a mio loop keeps it, and runs a
+//! [`Locality`] inside it: [`register`](Locality::register) it once with a
+//! token of yours (its one `mio::Waker`, woken by messages from other
+//! threads), pass it the events it [`handles`](Locality::handles), call
+//! [`dispatch`](Locality::dispatch) with the current time, and block no
+//! longer than [`poll_timeout`](Locality::poll_timeout) says:
+//!
+//! ```
+//! use commutator::mio::{Events, Poll, Token};
+//! use commutator::prelude::*;
+//! use std::time::Instant;
+//!
+//! struct Brief;
+//! impl Actor for Brief {
+//!     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+//!         ctx.shutdown_supervisor(); // done as soon as it starts
+//!     }
+//! }
+//!
+//! /// The locality's waker; your own sources use other tokens.
+//! const WAKER: Token = Token(0);
+//!
+//! let mut poll = Poll::new()?;
+//! let mut events = Events::with_capacity(64);
+//! let mut locality = Locality::named("embedded");
+//! locality.register(poll.registry(), WAKER)?;
+//! let root = locality.spawn_root(Supervisor).supervisor(SupervisorConfig::default()).finish()?;
+//! locality.spawn(&root, Brief).finish()?;
+//!
+//! while !locality.is_finished() {
+//!     let timeout = locality.poll_timeout(Instant::now()); // None: wait for an event
+//!     match poll.poll(&mut events, timeout) {
+//!         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+//!         polled => polled?,
+//!     }
+//!     for event in events.iter() {
+//!         if locality.handles(event.token()) {
+//!             locality.on_event(event);
+//!         } // else: one of your own sources
+//!     }
+//!     locality.dispatch(Instant::now()); // mail from other threads, due timers, the queue
+//! }
+//! assert!(locality.exit_reason().is_none_or(Error::is_normal));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! In tests, skip the poll: give a `Locality` a manual clock with
+//! [`Locality::run_until_idle`] and [`Locality::next_deadline`], and timers
+//! fire without anyone sleeping (see the example on [`Locality`]).
+//! `docs/embedding.md` covers both loops and several threads in detail.
+//!
+//! ## Guarantees, in brief
+//!
+//! - **One at a time.** A locality runs one hook, handler or timer callback
+//!   at a time, never re-entrantly: what a handler sends is queued and
+//!   delivered after it returns.
+//! - **Per-sender FIFO.** Messages from one sender to one address arrive in
+//!   the order sent, within a locality and across localities and threads.
+//! - **Delivery is not promised; its failures are counted.** A message that
+//!   nobody is subscribed to when it arrives, or whose address is gone, is
+//!   dropped and counted in [`Stats`]; a send to a finished locality is
+//!   refused ([`Address::send`] hands the message back) or counted.
+//! - **Exactly one response per request**: the reply, the server's error, a
+//!   timeout or a cancellation; late and duplicate replies are dropped and
+//!   counted. A requester that shuts down cancels what it still waits for.
+//! - **Trees compose.** A supervisor finishes its init after all its
+//!   children, and its shutdown after all of theirs; a linked server outlives
+//!   its clients.
+//! - **Stale is stale.** Addresses, timers, requests and I/O tokens are
+//!   generational: a stale one never reaches a newer actor or source. A
+//!   cancelled timer never fires.
+//! - **Failures are values.** Every end has a reason with its chain of
+//!   causes; a shutdown that overruns its timeout is a contract violation,
+//!   which stops the locality unless [`Locality::on_contract_violation`] says
+//!   otherwise. A panic in a handler is not caught: it unwinds out of
+//!   `dispatch` (or `run`).
+//!
+//! `docs/guarantees.md` states each one precisely, with its limits.
+//!
+//! ## Inspection
+//!
+//! Set `COMMUTATOR_INSPECT_DELIVERY=1` and every locality made afterwards
+//! prints one line per message it routes: its type, sender, destination and
+//! outcome (delivered to whom, or why dropped); level `2` adds the
+//! framework's own traffic (lifecycle, links, registry). In code,
+//! [`Locality::inspect`] sets the level and [`Locality::inspect_with`] sends
+//! the lines to a function of yours:
+//!
+//! ```
+//! use commutator::prelude::*;
+//! use std::{cell::RefCell, rc::Rc};
+//!
+//! struct Hello;
+//! struct Deaf; // subscribes to nothing
+//! impl Actor for Deaf {}
+//!
+//! let lines = Rc::new(RefCell::new(Vec::new()));
+//! let sink = lines.clone();
+//! let mut locality = Locality::named("demo");
+//! locality.inspect_with(1, move |line| sink.borrow_mut().push(line.to_string()));
+//! let deaf = locality.spawn_root(Deaf).name("deaf").finish()?;
+//! locality.send(&deaf, Hello)?;
+//! locality.run_until_idle(locality.now());
+//! assert_eq!(lines.borrow()[0], "demo: Hello outside -> demo/deaf#1: dropped (no subscriber)");
+//! assert_eq!(locality.stats().dropped_unsubscribed, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Lines go to `tracing` (target `commutator::delivery`) when a subscriber is
+//! installed, else to stderr. [`Locality::stats`] counts deliveries and
+//! drops, [`Locality::state_of`] tells an actor's state, and the lifecycle is
+//! logged through `tracing`. `docs/inspection.md` explains how to read the
+//! lines.
+//!
+//! ## Further reading
+//!
+//! In the repository's `docs/`: `tutorial.md`, `architecture.md`,
+//! `lifecycle.md`, `embedding.md`, `guarantees.md`, `inspection.md`,
+//! `benchmarks.md`, `coming-from-rotor.md`,
+//! `coming-from-actix-or-stakker.md`. Every file in `examples/` opens with
+//! what it shows and how to run it.
 #![forbid(unsafe_code)]
 #![deny(
     missing_docs,

@@ -49,7 +49,59 @@ pub struct Deregister {
     pub address: Address,
 }
 
-/// The registry actor.
+/// The registry actor: a map from names to addresses, for one subtree.
+///
+/// A supervisor built with
+/// [`SupervisorConfig::with_registry`](crate::SupervisorConfig::with_registry)
+/// spawns one as its first child (named `registry`), and the supervisor's
+/// descendants use it unless their builder names another
+/// ([`Builder::registry`](crate::Builder::registry)). Actors register with
+/// [`Builder::register_as`](crate::Builder::register_as) or
+/// [`Context::register_name`](crate::Context::register_name) and look names
+/// up with [`Context::discover`](crate::Context::discover); both hold the
+/// actor's init until the registry has answered. A name is deregistered when
+/// its actor shuts down. The registry speaks plain requests
+/// ([`Register`], [`Discover`]) and one message ([`Deregister`]), so an actor
+/// may also talk to it directly, or a registry may be spawned like any actor.
+///
+/// # Examples
+///
+/// The user is spawned before the service it needs, and waits for the name:
+///
+/// ```
+/// use commutator::*;
+///
+/// /// A service, found by name.
+/// struct Clock;
+/// impl Actor for Clock {}
+///
+/// #[derive(Default)]
+/// struct User {
+///     clock: Option<Address>,
+/// }
+/// impl Actor for User {
+///     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         // Init waits for the answer; `wait()`: until the name is registered.
+///         ctx.discover("clock").wait().then(|me: &mut Self, clock, _| {
+///             me.clock = Some(clock.clone());
+///         });
+///     }
+///     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         assert_eq!(self.clock.as_ref().map(Address::actor_name), Some("clock"));
+///         ctx.shutdown_supervisor();
+///     }
+/// }
+///
+/// let mut system = System::new()?;
+/// let root = system
+///     .spawn_root(Supervisor)
+///     .supervisor(SupervisorConfig::default().with_registry())
+///     .finish()?;
+/// system.spawn(&root, User::default()).finish()?;
+/// system.spawn(&root, Clock).name("clock").register_as("clock").finish()?;
+/// system.run()?;
+/// # Ok::<(), commutator::Error>(())
+/// ```
 #[derive(Debug, Default)]
 pub struct Registry {
     names: HashMap<String, Address>,

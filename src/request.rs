@@ -25,12 +25,87 @@ use std::time::Duration;
 /// struct Balance { account: u64 }
 /// impl Request for Balance { type Response = u64; }
 /// ```
+///
+/// The requester calls [`Context::request`](crate::Context::request) with a
+/// timeout and subscribes to [`Response<R>`](Response); the server
+/// subscribes to [`RequestMsg<R>`](RequestMsg) and answers with
+/// [`Context::reply`](crate::Context::reply) or
+/// [`reply_error`](crate::Context::reply_error), now or later from a kept
+/// clone. The payload is shared, not copied, between the server and the
+/// response (hence `Sync`).
+///
+/// # Examples
+///
+/// One request answered, one never answered; the timeout comes on the
+/// locality's clock, so the test needs no sleeping:
+///
+/// ```
+/// use commutator::*;
+/// use std::{cell::RefCell, rc::Rc, time::Duration};
+///
+/// struct Square(u64);
+/// impl Request for Square {
+///     type Response = u64;
+/// }
+///
+/// /// Squares numbers, but never answers for 13.
+/// struct Calculator;
+/// impl Actor for Calculator {
+///     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.subscribe(|_: &mut Self, q: &RequestMsg<Square>, ctx: &mut Context<'_, Self>| {
+///             let n = q.payload().0;
+///             if n != 13 {
+///                 ctx.reply(q, n * n);
+///             }
+///         });
+///     }
+/// }
+///
+/// struct Asker {
+///     calculator: Address,
+///     log: Rc<RefCell<Vec<String>>>,
+/// }
+/// impl Actor for Asker {
+///     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.subscribe(Self::on_square);
+///     }
+///     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         for n in [3, 13] {
+///             ctx.request(&self.calculator, Square(n), Duration::from_secs(1));
+///         }
+///     }
+/// }
+/// impl Asker {
+///     fn on_square(&mut self, r: &Response<Square>, _: &mut Context<'_, Self>) {
+///         let line = match r.result() {
+///             Ok(square) => format!("{} -> {square}", r.request().0),
+///             Err(e) => format!("{} -> {}", r.request().0, e.code()),
+///         };
+///         self.log.borrow_mut().push(line);
+///     }
+/// }
+///
+/// let log = Rc::new(RefCell::new(Vec::new()));
+/// let mut locality = Locality::new();
+/// let t0 = locality.now();
+/// let root = locality.spawn_root(Supervisor).supervisor(SupervisorConfig::default()).finish()?;
+/// let calculator = locality.spawn(&root, Calculator).finish()?;
+/// locality.spawn(&root, Asker { calculator, log: log.clone() }).finish()?;
+/// locality.run_until_idle(t0);
+/// assert_eq!(*log.borrow(), ["3 -> 9"]); // 13 is still pending
+/// locality.run_until_idle(t0 + Duration::from_secs(1)); // a virtual second later
+/// assert_eq!(*log.borrow(), ["3 -> 9", "13 -> request timeout"]);
+/// # Ok::<(), commutator::Error>(())
+/// ```
 pub trait Request: Send + Sync + 'static {
     /// What a successful reply carries.
     type Response: Send + 'static;
 }
 
-/// Names one request of the requester's locality.
+/// Names one request of the requester's locality: returned by
+/// [`Context::request`](crate::Context::request), carried by its
+/// [`RequestMsg`], [`Response`] and [`CancelRequest`], and taken by
+/// [`Context::cancel_request`](crate::Context::cancel_request).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RequestId(pub(crate) Key);
 
@@ -48,7 +123,10 @@ impl fmt::Display for RequestId {
 
 /// A request as the server sees it: subscribe to `RequestMsg<R>` to serve `R`.
 ///
-/// Keep a clone to reply later (a deferred reply); clones are cheap.
+/// Answer it with [`Context::reply`](crate::Context::reply) or
+/// [`Context::reply_error`](crate::Context::reply_error). Keep a clone to
+/// reply later (a deferred reply); clones are cheap. Only the first answer
+/// counts, and only if it comes before the requester's timeout.
 pub struct RequestMsg<R: Request> {
     id: RequestId,
     reply_to: Address,
@@ -87,7 +165,9 @@ impl<R: Request> RequestMsg<R> {
 }
 
 /// The one response a requester gets for each request: the reply, the server's
-/// error, a `RequestTimeout` or a `Cancelled` error. Subscribe to `Response<R>`.
+/// error, a `RequestTimeout` or a `Cancelled` error. Subscribe to `Response<R>`
+/// on the address the replies go to (the main address, or the one given to
+/// [`Context::request_via`](crate::Context::request_via)).
 pub struct Response<R: Request> {
     id: RequestId,
     request: Arc<R>,

@@ -7,7 +7,8 @@ use crate::error::{Error, ErrorCode, Result, SendError};
 use crate::locality::{Locality, Stats};
 use std::time::{Duration, Instant};
 
-/// The waker token a `System` uses on its own poll.
+/// The waker token a `System` uses on its own poll: sources you add through
+/// [`System::registry`] must use other tokens.
 pub const SYSTEM_WAKER: mio::Token = mio::Token(0);
 
 /// A locality with an owned loop: one `mio::Poll`, one thread.
@@ -15,6 +16,13 @@ pub const SYSTEM_WAKER: mio::Token = mio::Token(0);
 /// [`run`](System::run) returns when every root actor has shut down: `Ok` for
 /// a normal end, `Err` with the root's shutdown reason (and its cause chain)
 /// otherwise.
+///
+/// Spawn the tree with [`spawn_root`](System::spawn_root) and
+/// [`spawn`](System::spawn) (or let actors spawn their children), then call
+/// `run` on the thread that made the system: like its locality, a `System` is
+/// `!Send`. For a loop you own, use a [`Locality`] directly (see its docs).
+/// For several threads, run one system per thread and connect them with
+/// [`handle`](System::handle) and [`spawn_on`](System::spawn_on).
 ///
 /// ```
 /// use commutator::*;
@@ -45,12 +53,17 @@ pub struct System {
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(20);
 
 impl System {
-    /// A system whose locality is named `L<n>`.
+    /// A system whose locality is named `L<n>` (`n` counts the localities
+    /// made in this process).
+    ///
+    /// Errors: [`ErrorCode::Io`] if the poll or its waker cannot be made.
     pub fn new() -> Result<System> {
         System::with_locality(Locality::new())
     }
 
-    /// A system whose locality has the given name.
+    /// A system whose locality has the given name (it shows in every address).
+    ///
+    /// Errors: as [`System::new`].
     pub fn named(name: impl Into<String>) -> Result<System> {
         System::with_locality(Locality::named(name))
     }
@@ -73,7 +86,9 @@ impl System {
         self.spin = spin;
     }
 
-    /// The locality the system runs.
+    /// The locality the system runs: for what `System` does not repeat
+    /// ([`Locality::inspect_with`], [`Locality::state_of`],
+    /// [`Locality::shutdown`], [`Locality::on_contract_violation`], ...).
     pub fn locality(&mut self) -> &mut Locality {
         &mut self.locality
     }
@@ -84,7 +99,9 @@ impl System {
         self.poll.registry()
     }
 
-    /// See [`Locality::handle`].
+    /// See [`Locality::handle`]. While any handle lives, [`run`](System::run)
+    /// does not return (more actors may still come through it): drop the
+    /// handles you no longer need.
     pub fn handle(&self) -> crate::LocalityHandle {
         self.locality.handle()
     }
@@ -133,6 +150,10 @@ impl System {
     }
 
     /// Runs the loop until every root actor has shut down.
+    ///
+    /// Between dispatches it spins for mail from other threads for up to the
+    /// spin time ([`set_spin`](System::set_spin)), then blocks in `poll`
+    /// until an event, a message from another thread or the next timer.
     ///
     /// A system with no actor of its own may serve others through its
     /// [`handle`](System::handle): it runs until its actors are gone and the

@@ -23,12 +23,13 @@ impl LocalityHandle {
         LocalityHandle { shared }
     }
 
-    /// The locality's name.
+    /// The name of the locality the handle is on.
     pub fn name(&self) -> &str {
         &self.shared.name
     }
 
-    /// `true` once the locality has finished.
+    /// `true` once the locality has finished: spawning through this handle
+    /// then fails with [`ErrorCode::LocalityFinished`](crate::ErrorCode::LocalityFinished).
     pub fn is_closed(&self) -> bool {
         self.shared.is_closed()
     }

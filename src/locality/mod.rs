@@ -135,21 +135,30 @@ impl Locality {
 
     /// A thread-safe handle, for spawning children here from supervisors on
     /// other threads. While any handle lives, the locality does not finish.
+    ///
+    /// Making a handle also counts as being served: a locality with no actor
+    /// of its own but a handle runs until the actors made through it are
+    /// gone and the last handle is dropped.
     pub fn handle(&self) -> LocalityHandle {
         LocalityHandle::new(self.core.shared.clone())
     }
 
-    /// The locality's name.
+    /// The locality's name (`L<n>` unless named), as it shows in addresses.
     pub fn name(&self) -> &str {
         self.core.name()
     }
 
     /// Registers the locality's one `mio::Waker` on `registry` under `token`,
-    /// so that messages from other threads wake your loop.
+    /// so that messages from other threads wake your loop. It also lets the
+    /// locality's actors register I/O sources on that poll
+    /// ([`Context::register_io`](crate::Context::register_io)), under tokens
+    /// from [`RESERVED_TOKENS`] up.
     ///
     /// Errors: [`ErrorCode::TokenClash`] if `token` is reserved (at or above
     /// [`RESERVED_TOKENS`]); [`ErrorCode::AlreadyRegisteredOnPoll`] if the
-    /// locality is registered already; [`ErrorCode::Io`] from mio.
+    /// locality is registered already, or if this poll already carries
+    /// another locality (mio allows one waker per poll); [`ErrorCode::Io`]
+    /// from mio.
     pub fn register(&mut self, registry: &mio::Registry, token: mio::Token) -> Result<()> {
         if token.0 >= RESERVED_TOKENS {
             return Err(Error::new(ErrorCode::TokenClash)
@@ -171,7 +180,8 @@ impl Locality {
         Ok(())
     }
 
-    /// `true` if `token` belongs to this locality (its waker or its I/O).
+    /// `true` if `token` belongs to this locality (its waker or its I/O):
+    /// pass such events to [`on_event`](Locality::on_event).
     pub fn handles(&self, token: mio::Token) -> bool {
         self.waker_token == Some(token) || self.core.io.borrow().owns(token)
     }
@@ -235,7 +245,8 @@ impl Locality {
         done
     }
 
-    /// Dispatches at `now` until nothing is left to do at that time.
+    /// Dispatches at `now` until nothing is left to do at that time (for
+    /// tests on a manual clock, and for loops that want no budget).
     pub fn run_until_idle(&mut self, now: Instant) -> usize {
         let mut done = self.dispatch(now);
         while self.has_pending() {
@@ -257,7 +268,9 @@ impl Locality {
                 || self.next_deadline().is_some_and(|d| d <= self.core.now))
     }
 
-    /// The earliest timer deadline, if any timer is pending.
+    /// The earliest timer deadline, if any timer is pending (user timers,
+    /// request timeouts, lifecycle timeouts and restart delays alike). With a
+    /// manual clock, dispatch at this instant to fire it.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.core.timers.next_deadline()
     }
@@ -318,7 +331,9 @@ impl Locality {
         Builder::new(&mut self.core, None, actor)
     }
 
-    /// Starts building a child of the supervisor at `supervisor`.
+    /// Starts building a child of the supervisor at `supervisor` (an address
+    /// of this locality, of an actor built with
+    /// [`Builder::supervisor`]).
     pub fn spawn<A: Actor>(&mut self, supervisor: &Address, actor: A) -> Builder<'_, A> {
         let parent = self.parent(supervisor);
         Builder::with_parent(&mut self.core, parent, actor)
@@ -369,8 +384,12 @@ impl Locality {
     }
 
     /// Sends a message from outside any actor (from the loop's own code).
+    /// Inspection shows its sender as `outside`.
     ///
-    /// Errors: the message is handed back if the locality has finished.
+    /// Errors: the message is handed back if this locality has finished. A
+    /// message for an address of another locality that has finished is
+    /// dropped and counted in [`Stats::dropped_closed`] instead; use
+    /// [`Address::send`] to get it back.
     pub fn send<M: Send + 'static>(
         &mut self,
         to: &Address,

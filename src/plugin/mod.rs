@@ -33,7 +33,8 @@ use crate::error::Error;
 use crate::locality::Core;
 use smallvec::SmallVec;
 
-/// A plugin's answer to "are you done?".
+/// A plugin's answer to "are you done?", from [`Plugin::init_vote`] and
+/// [`Plugin::shutdown_vote`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Vote {
     /// Done: poll the next plugin.

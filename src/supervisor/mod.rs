@@ -32,7 +32,12 @@ pub enum InitFailurePolicy {
     ShutdownChild,
 }
 
-/// Settings of a supervisor.
+/// Settings of a supervisor, given to [`Builder::supervisor`](crate::Builder::supervisor).
+///
+/// The default: a child that fails its init takes the supervisor down, no
+/// registry, children start as soon as they are initialized. The struct is
+/// `#[non_exhaustive]`: start from `SupervisorConfig::default()` and use the
+/// methods, e.g. `SupervisorConfig::default().with_registry()`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SupervisorConfig {
