@@ -107,16 +107,13 @@ impl fmt::Display for ActorState {
     }
 }
 
-/// Per-actor settings, set on the [`Builder`](crate::Builder) with
-/// [`init_timeout`](crate::Builder::init_timeout) and
-/// [`shutdown_timeout`](crate::Builder::shutdown_timeout). No other part of
-/// the API takes or returns it today.
+/// Per-actor settings, set on the builder with `init_timeout` and `shutdown_timeout`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ActorConfig {
+pub(crate) struct ActorConfig {
     /// How long init may take before it fails with `InitTimeout` (`None`: no limit).
-    pub init_timeout: Option<Duration>,
+    pub(crate) init_timeout: Option<Duration>,
     /// How long shutdown may take before it is a contract violation (`None`: no limit).
-    pub shutdown_timeout: Option<Duration>,
+    pub(crate) shutdown_timeout: Option<Duration>,
 }
 
 /// A lifecycle hook, for calling through the erased actor.

@@ -320,7 +320,7 @@ mod supervisor;
 mod system;
 mod timer;
 
-pub use actor::{Actor, ActorConfig, ActorState};
+pub use actor::{Actor, ActorState};
 pub use address::Address;
 pub use builder::{Builder, Elsewhere, Here};
 pub use context::{Context, Discovery, SubscriptionId};

@@ -93,11 +93,6 @@ impl System {
         &mut self.locality
     }
 
-    /// The poll's registry, for sources of your own (use tokens other than
-    /// [`SYSTEM_WAKER`] and below [`RESERVED_TOKENS`](crate::RESERVED_TOKENS)).
-    pub fn registry(&self) -> &mio::Registry {
-        self.poll.registry()
-    }
 
     /// See [`Locality::handle`]. While any handle lives, [`run`](System::run)
     /// does not return (more actors may still come through it): drop the
