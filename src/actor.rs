@@ -3,7 +3,8 @@
 use crate::address::Address;
 use crate::arena::Key;
 use crate::context::Context;
-use crate::error::Error;
+use crate::error::{Error, ErrorCode};
+use crate::lifecycle;
 use crate::locality::Core;
 use crate::plugin::{Plugin, PluginState, Vote};
 use crate::supervisor::SupervisorState;
@@ -11,6 +12,7 @@ use smallvec::SmallVec;
 use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 /// User code that runs inside a supervisor, one message at a time.
@@ -273,18 +275,47 @@ pub(crate) fn with_actor<A: Actor>(
 }
 
 /// Takes the erased actor at `me` out of its cell, runs `f`, puts it back.
+///
 /// `None` if the actor is gone or already out (a handler never re-enters).
+/// `Some(Err(..))` if user code panicked: the panic is caught here, at the
+/// edge of user code, and the actor fails with `ErrorCode::Panicked` (its
+/// supervisor decides what follows). The locality's own state is never
+/// half-changed at this point, so it stays consistent.
 pub(crate) fn with_object<R>(
     core: &mut Core,
     me: Key,
     f: impl FnOnce(&mut dyn ActorObject, &mut Core) -> R,
-) -> Option<R> {
+) -> Option<Result<R, Error>> {
     let mut object = core.actors.get_mut(me).and_then(|c| c.actor.take())?;
-    let result = f(object.as_mut(), core);
+    let result = catch_unwind(AssertUnwindSafe(|| f(object.as_mut(), core)));
     if let Some(cell) = core.actors.get_mut(me) {
         cell.actor = Some(object);
     }
-    Some(result)
+    Some(result.map_err(|payload| {
+        let error = panicked(core, me, payload.as_ref());
+        lifecycle::fail(core, me, error.clone());
+        error
+    }))
+}
+
+/// The error for a panic in the user code of actor `me` (logged).
+pub(crate) fn panicked(core: &Core, me: Key, payload: &(dyn Any + Send)) -> Error {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string());
+    let who = core
+        .actors
+        .get(me)
+        .map_or_else(|| "an actor".to_string(), |c| c.address.to_string());
+    tracing::error!(actor = %who, panic = %what, "a handler panicked");
+    Error::new(ErrorCode::Panicked).with_context(format!("{who}: {what}"))
+}
+
+/// Runs user code outside any handler (a factory, a `Drop`), catching a panic.
+pub(crate) fn guarded<R>(core: &Core, me: Key, f: impl FnOnce() -> R) -> Result<R, Error> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panicked(core, me, payload.as_ref()))
 }
 
 /// Calls a lifecycle hook of the actor at `me`.

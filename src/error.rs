@@ -61,8 +61,8 @@ pub enum ErrorCode {
     /// A link was refused or its server went away.
     #[error("link failed")]
     LinkFailed,
-    /// A user handler panicked.
-    #[error("handler panicked")]
+    /// User code (a handler, a hook, a factory, a `Drop`) panicked; the context says who and what.
+    #[error("panicked")]
     Panicked,
 
     /// Misuse: spawning on a supervisor that is shutting down or gone.

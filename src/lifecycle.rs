@@ -431,10 +431,12 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         core.io.borrow_mut().forget(plugins.io.iter().copied());
     }
     let reason = cell.reason.clone().unwrap_or_else(Error::normal);
-    let restart = cell
-        .actor
-        .as_ref()
-        .is_some_and(|a| a.should_restart(&reason));
+    let restart = match cell.actor.as_ref() {
+        Some(actor) => {
+            crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false)
+        }
+        None => false,
+    };
     tracing::debug!(actor = %cell.address, %reason, "shut down");
     match &cell.parent {
         Some(parent) => {
@@ -451,7 +453,7 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         }
         None => core.unanchor(Some(reason)),
     }
-    drop(cell);
+    let _ = crate::actor::guarded(core, me, || drop(cell)); // the actor's own `Drop` is user code
 }
 
 /// A framework message whose address is gone: answer for the missing actor.

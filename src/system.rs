@@ -93,7 +93,6 @@ impl System {
         &mut self.locality
     }
 
-
     /// See [`Locality::handle`]. While any handle lives, [`run`](System::run)
     /// does not return (more actors may still come through it): drop the
     /// handles you no longer need.

@@ -159,17 +159,22 @@ pub(crate) fn init_vote(core: &mut Core, me: Key) -> Vote {
     if !crate::supervisor::init_ready(cell) {
         return Vote::Pending;
     }
-    with_object(core, me, |object, core| object.vote(Phase::Init, core, me))
-        .unwrap_or(Vote::Pending)
+    match with_object(core, me, |object, core| object.vote(Phase::Init, core, me)) {
+        Some(Ok(vote)) => vote,
+        Some(Err(panic)) => Vote::Failed(panic),
+        None => Vote::Pending,
+    }
 }
 
 /// Counts the shutdown votes of actor `me`, in reverse plugin order.
 pub(crate) fn shutdown_vote(core: &mut Core, me: Key) -> Vote {
-    let user = with_object(core, me, |object, core| {
+    match with_object(core, me, |object, core| {
         object.vote(Phase::Shutdown, core, me)
-    });
-    if user != Some(Vote::Ready) {
-        return user.unwrap_or(Vote::Pending);
+    }) {
+        // A plugin that panics during shutdown is logged and passed over.
+        Some(Ok(Vote::Ready)) | Some(Err(_)) => {}
+        Some(Ok(other)) => return other,
+        None => return Vote::Pending,
     }
     let Some(cell) = core.actors.get(me) else {
         return Vote::Pending;

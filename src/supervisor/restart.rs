@@ -12,6 +12,7 @@ use crate::locality::Core;
 use crate::supervisor::{ChildId, ChildState, InitFailurePolicy};
 use crate::timer::TimerAction;
 use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 /// When a supervisor restarts a child that went down (set with
@@ -268,13 +269,15 @@ pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize) {
     else {
         return;
     };
-    let result = respawn(
-        core,
-        ParentLink {
-            address: parent.clone(),
-            slot,
-        },
-    );
+    // The factory is user code: a panic there is a failed restart.
+    let link = ParentLink {
+        address: parent.clone(),
+        slot,
+    };
+    let result = match catch_unwind(AssertUnwindSafe(|| respawn(core, link))) {
+        Ok(result) => result,
+        Err(payload) => Err(crate::actor::panicked(core, me, payload.as_ref())),
+    };
     let Some(sup) = core
         .actors
         .get_mut(me)
