@@ -7,9 +7,11 @@ use std::sync::Arc;
 
 /// What went wrong, or why an actor shut down.
 ///
-/// The codes above [`ErrorCode::SupervisorShuttingDown`] are *reasons*: they end
-/// up in shutdown reasons and responses. The codes from there on report misuse of
-/// the public API and come back as `Err` from the call that was refused.
+/// The codes listed before [`ErrorCode::SupervisorShuttingDown`] are
+/// *reasons*: they end up in shutdown reasons and responses. The codes from
+/// there on come back as `Err` from a call that was refused: mostly misuse of
+/// the API, but also outcomes of the moment (`LocalityFinished`: the other side
+/// has finished) and the operating system's errors (`Io`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorCode {

@@ -9,9 +9,10 @@
 //!
 //! Tokens are generational and carry the locality: bit 63 is set (see
 //! [`RESERVED_TOKENS`](crate::RESERVED_TOKENS)), then 15 bits of the locality's
-//! id, 16 bits of generation and 32 bits of slot. So several localities can
-//! share one poll, and a late event for a closed source never reaches a newer
-//! source in its slot (unless the slot was reused 65,536 times meanwhile).
+//! id, 16 bits of generation and 32 bits of slot. So a late event for a closed
+//! source never reaches a newer source in its slot (unless the slot was reused
+//! 65,536 times meanwhile), and the user's own tokens (below
+//! `RESERVED_TOKENS`) never clash with the locality's.
 
 use crate::arena::{Arena, Key};
 use crate::error::{Error, ErrorCode, Result};

@@ -138,6 +138,21 @@ impl System {
         self.locality.send(to, message)
     }
 
+    /// See [`Locality::shutdown`].
+    pub fn shutdown(&mut self, address: &Address) -> Result<()> {
+        self.locality.shutdown(address)
+    }
+
+    /// See [`Locality::state_of`].
+    pub fn state_of(&self, address: &Address) -> Option<crate::ActorState> {
+        self.locality.state_of(address)
+    }
+
+    /// See [`Locality::inspect`].
+    pub fn inspect(&mut self, level: u8) {
+        self.locality.inspect(level);
+    }
+
     /// See [`Locality::stats`].
     pub fn stats(&self) -> Stats {
         self.locality.stats()

@@ -400,6 +400,10 @@ impl Locality {
                 Error::new(ErrorCode::LocalityFinished).with_context(self.name().to_string());
             return Err(SendError { message, error });
         }
+        if to.locality_id() != self.core.id() {
+            // Another locality's inbox: handed back if it has finished.
+            return to.0.locality.post_user(to.key(), Key::NONE, message);
+        }
         self.core.send(to, Key::NONE, message);
         Ok(())
     }
