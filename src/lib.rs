@@ -168,8 +168,8 @@
 //!
 //! **Owned.** [`System`] makes a `mio::Poll`, registers its locality on it and
 //! runs it: [`System::run`] returns when the root actors have shut down, as
-//! in the example above. Sources of your own can share its poll through
-//! [`System::registry`]; the locality is at [`System::locality`].
+//! in the example above. Actors put their sockets on its poll with
+//! [`Context::register_io`]; the locality is at [`System::locality`].
 //!
 //! **Embedded.** A program that already owns a mio loop keeps it, and runs a
 //! [`Locality`] inside it: [`register`](Locality::register) it once with a
