@@ -7,8 +7,7 @@ use crate::error::{Error, ErrorCode, Result, SendError};
 use crate::locality::{Locality, Stats};
 use std::time::{Duration, Instant};
 
-/// The waker token a `System` uses on its own poll: sources you add through
-/// [`System::registry`] must use other tokens.
+/// The waker token a `System` uses on its own poll.
 pub const SYSTEM_WAKER: mio::Token = mio::Token(0);
 
 /// A locality with an owned loop: one `mio::Poll`, one thread.
