@@ -135,9 +135,14 @@ pub(crate) enum Phase {
     Shutdown,
 }
 
-/// An actor with its user plugins, and the names the builder asked it to register.
+/// An actor with its user plugins, and the names the builder asked it to
+/// register (boxed apart: most actors have neither).
 pub(crate) struct ActorBox<A: Actor> {
     pub(crate) actor: A,
+    pub(crate) extras: Option<Box<Extras<A>>>,
+}
+
+pub(crate) struct Extras<A: Actor> {
     pub(crate) plugins: Vec<Box<dyn Plugin<A>>>,
     /// Init: plugins before it voted ready. Shutdown: plugins from it on voted ready.
     cursor: usize,
@@ -145,13 +150,19 @@ pub(crate) struct ActorBox<A: Actor> {
 }
 
 impl<A: Actor> ActorBox<A> {
-    pub(crate) fn new(actor: A) -> Self {
-        ActorBox {
-            actor,
-            plugins: Vec::new(),
-            cursor: 0,
-            register_as: Vec::new(),
-        }
+    pub(crate) fn new(
+        actor: A,
+        plugins: Vec<Box<dyn Plugin<A>>>,
+        register_as: Vec<Cow<'static, str>>,
+    ) -> Self {
+        let extras = (!plugins.is_empty() || !register_as.is_empty()).then(|| {
+            Box::new(Extras {
+                plugins,
+                cursor: 0,
+                register_as,
+            })
+        });
+        ActorBox { actor, extras }
     }
 }
 
@@ -170,11 +181,13 @@ impl<A: Actor> ActorObject for ActorBox<A> {
         let actor = &mut self.actor;
         match hook {
             Hook::InitStart => {
-                for name in std::mem::take(&mut self.register_as) {
-                    crate::plugin::registry::register(ctx, name);
-                }
-                for plugin in &mut self.plugins {
-                    plugin.init_start(actor, ctx);
+                if let Some(extras) = self.extras.as_deref_mut() {
+                    for name in std::mem::take(&mut extras.register_as) {
+                        crate::plugin::registry::register(ctx, name);
+                    }
+                    for plugin in &mut extras.plugins {
+                        plugin.init_start(actor, ctx);
+                    }
                 }
                 actor.init_start(ctx);
             }
@@ -182,10 +195,12 @@ impl<A: Actor> ActorObject for ActorBox<A> {
             Hook::OnStart => actor.on_start(ctx),
             Hook::ShutdownStart => {
                 actor.shutdown_start(ctx);
-                for plugin in self.plugins.iter_mut().rev() {
-                    plugin.shutdown_start(actor, ctx);
+                if let Some(extras) = self.extras.as_deref_mut() {
+                    for plugin in extras.plugins.iter_mut().rev() {
+                        plugin.shutdown_start(actor, ctx);
+                    }
+                    extras.cursor = extras.plugins.len();
                 }
-                self.cursor = self.plugins.len();
             }
             Hook::ShutdownFinish => actor.shutdown_finish(ctx),
         }
@@ -196,20 +211,23 @@ impl<A: Actor> ActorObject for ActorBox<A> {
     }
 
     fn vote(&mut self, phase: Phase, core: &mut Core, me: Key) -> Vote {
+        let Some(extras) = self.extras.as_deref_mut() else {
+            return Vote::Ready;
+        };
         let ctx = &mut Context::new(core, me);
         match phase {
             Phase::Init => {
-                while let Some(plugin) = self.plugins.get_mut(self.cursor) {
+                while let Some(plugin) = extras.plugins.get_mut(extras.cursor) {
                     match plugin.init_vote(&mut self.actor, ctx) {
-                        Vote::Ready => self.cursor += 1,
+                        Vote::Ready => extras.cursor += 1,
                         other => return other,
                     }
                 }
             }
             Phase::Shutdown => {
-                while self.cursor > 0 {
-                    match self.plugins[self.cursor - 1].shutdown_vote(&mut self.actor, ctx) {
-                        Vote::Ready => self.cursor -= 1,
+                while extras.cursor > 0 {
+                    match extras.plugins[extras.cursor - 1].shutdown_vote(&mut self.actor, ctx) {
+                        Vote::Ready => extras.cursor -= 1,
                         other => return other,
                     }
                 }
@@ -227,35 +245,67 @@ pub(crate) struct ParentLink {
 
 /// What a locality keeps for one actor.
 pub(crate) struct ActorCell {
-    pub(crate) name: Cow<'static, str>,
     /// `None` while the actor is out running a handler or hook.
     pub(crate) actor: Option<Box<dyn ActorObject>>,
-    pub(crate) state: ActorState,
     pub(crate) address: Address,
-    pub(crate) identities: SmallVec<[Key; 1]>,
-    pub(crate) subscriptions: SmallVec<[Key; 2]>,
-    pub(crate) timers: SmallVec<[Key; 1]>,
-    /// Requests this actor sent that wait for a response.
-    pub(crate) requests: SmallVec<[Key; 1]>,
+    pub(crate) subscriptions: SmallVec<[Key; 1]>,
     pub(crate) parent: Option<ParentLink>,
-    pub(crate) config: ActorConfig,
     pub(crate) supervisor: Option<Box<SupervisorState>>,
     /// Why the actor is shutting down.
     pub(crate) reason: Option<Error>,
-    /// A failure reported while initializing, acted on by the next init vote.
-    pub(crate) init_failure: Option<Error>,
-    /// The pending init or shutdown timeout.
-    pub(crate) lifecycle_timer: Option<Key>,
     /// The registry this actor uses (inherited from its supervisor).
     pub(crate) registry: Option<Address>,
-    /// State of the built-in plugins, made on first use.
-    pub(crate) plugins: Option<Box<PluginState>>,
+    /// What few actors use, made on first use.
+    pub(crate) rare: Option<Box<Rare>>,
+    pub(crate) state: ActorState,
+}
+
+/// The per-actor state that few actors need: kept out of the cell, so that
+/// an idle actor stays small.
+#[derive(Default)]
+pub(crate) struct Rare {
+    pub(crate) config: ActorConfig,
+    /// The pending init or shutdown timeout.
+    pub(crate) lifecycle_timer: Option<Key>,
+    pub(crate) identities: SmallVec<[Key; 1]>,
+    pub(crate) timers: SmallVec<[Key; 1]>,
+    /// Requests this actor sent that wait for a response.
+    pub(crate) requests: SmallVec<[Key; 1]>,
+    /// A failure reported while initializing, acted on by the next init vote.
+    pub(crate) init_failure: Option<Error>,
+    /// State of the built-in plugins.
+    pub(crate) plugins: PluginState,
 }
 
 impl ActorCell {
+    /// The rare part, made on first use.
+    pub(crate) fn rare(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
     /// The built-in plugins' state, made on first use.
     pub(crate) fn plugins(&mut self) -> &mut PluginState {
-        self.plugins.get_or_insert_with(Box::default)
+        &mut self.rare().plugins
+    }
+
+    /// The built-in plugins' state, if any was made.
+    pub(crate) fn plugins_ref(&self) -> Option<&PluginState> {
+        self.rare.as_deref().map(|r| &r.plugins)
+    }
+
+    /// The built-in plugins' state, if any was made.
+    pub(crate) fn plugins_mut(&mut self) -> Option<&mut PluginState> {
+        self.rare.as_deref_mut().map(|r| &mut r.plugins)
+    }
+
+    /// The actor's timeouts.
+    pub(crate) fn config(&self) -> ActorConfig {
+        self.rare.as_deref().map(|r| r.config).unwrap_or_default()
+    }
+
+    /// The actor's name (as in its address).
+    pub(crate) fn name(&self) -> &str {
+        &self.address.0.actor
     }
 }
 
@@ -326,9 +376,14 @@ pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
 /// The default name of an actor type: its type name without the module path.
 pub(crate) fn default_name<A: 'static>() -> Cow<'static, str> {
     let full = std::any::type_name::<A>();
-    if full.contains('<') {
-        Cow::Owned(crate::message::short_type_name::<A>())
-    } else {
-        Cow::Borrowed(full.rsplit("::").next().unwrap_or(full))
+    if full.bytes().any(|b| b == b'<') {
+        return Cow::Owned(crate::message::short_type_name::<A>());
     }
+    // The part after the last `::` (a byte scan: this runs on every spawn).
+    let start = full
+        .as_bytes()
+        .windows(2)
+        .rposition(|w| w == b"::")
+        .map_or(0, |i| i + 2);
+    Cow::Borrowed(&full[start..])
 }

@@ -381,20 +381,21 @@ impl<'a, A: Actor> Builder<'a, A> {
             settings,
             supervision,
         } = self.prepare(has_factory)?;
-        let spec = Rc::new(Spec { settings, plugins });
-        let (actor, respawn) = match source {
-            Source::Value(actor) => (actor, None),
-            Source::Factory(mut factory) => {
+        let spec = Spec { settings, plugins };
+        let restarts = supervision.policy != RestartPolicy::Never;
+        // The spec is shared with the respawner only if there will be restarts.
+        let (actor, spec, respawn) = match source {
+            Source::Factory(mut factory) if restarts => {
                 let actor = factory();
-                let restarts = supervision.policy != RestartPolicy::Never;
-                let respawn = restarts.then(|| {
-                    let spec = spec.clone();
-                    Box::new(move |core: &mut Core, link: ParentLink| {
-                        spawn_instance(core, Some(link), &spec, factory()).map(Some)
-                    }) as Respawn
-                });
-                (actor, respawn)
+                let spec = Rc::new(spec);
+                let kept = spec.clone();
+                let respawn = Box::new(move |core: &mut Core, link: ParentLink| {
+                    spawn_instance(core, Some(link), &kept, factory()).map(Some)
+                }) as Respawn;
+                (actor, Held::Shared(spec), Some(respawn))
             }
+            Source::Factory(mut factory) => (factory(), Held::Owned(spec), None),
+            Source::Value(actor) => (actor, Held::Owned(spec), None),
         };
         let Some(parent) = parent else {
             core.anchor();
@@ -456,6 +457,22 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
         });
         add_child(core, parent, slot, None, supervision, respawn);
         Ok(())
+    }
+}
+
+/// A spec owned, or shared with a respawner.
+enum Held<A: Actor> {
+    Owned(Spec<A>),
+    Shared(Rc<Spec<A>>),
+}
+
+impl<A: Actor> std::ops::Deref for Held<A> {
+    type Target = Spec<A>;
+    fn deref(&self) -> &Spec<A> {
+        match self {
+            Held::Owned(spec) => spec,
+            Held::Shared(spec) => spec,
+        }
     }
 }
 

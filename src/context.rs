@@ -140,7 +140,7 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// The actor's name (as given to the builder, or its type name).
     pub fn name(&self) -> &str {
-        &self.cell().name
+        self.cell().name()
     }
 
     /// The actor's lifecycle state.
@@ -274,7 +274,7 @@ impl<'a, A: Actor> Context<'a, A> {
             .timers
             .start(deadline, self.me, TimerAction::User(Box::new(run)));
         if let Some(cell) = self.core.actors.get_mut(self.me) {
-            cell.timers.push(key);
+            cell.rare().timers.push(key);
         }
         TimerId(key)
     }
@@ -415,7 +415,7 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// How many resources of `kind` this actor holds.
     pub fn resources_held(&self, kind: u32) -> u32 {
-        crate::plugin::resources::held(self.cell().plugins.as_deref(), kind)
+        crate::plugin::resources::held(self.cell().plugins_ref(), kind)
     }
 
     /// Lets the plugins vote again: call it when something a

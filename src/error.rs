@@ -126,18 +126,25 @@ impl ErrorCode {
 #[derive(Clone, PartialEq, Eq)]
 pub struct Error {
     code: ErrorCode,
+    /// Context and cause, shared: an error of a code alone (most shutdown
+    /// reasons) needs no allocation and clones for free.
+    more: Option<Arc<More>>,
+}
+
+#[derive(Clone, Default, PartialEq, Eq)]
+struct More {
     context: Option<Cow<'static, str>>,
-    cause: Option<Arc<Error>>,
+    cause: Option<Error>,
 }
 
 impl Error {
     /// An error with only a code.
     pub fn new(code: ErrorCode) -> Error {
-        Error {
-            code,
-            context: None,
-            cause: None,
-        }
+        Error { code, more: None }
+    }
+
+    fn more_mut(&mut self) -> &mut More {
+        Arc::make_mut(self.more.get_or_insert_with(Default::default))
     }
 
     /// A normal-shutdown reason.
@@ -157,13 +164,13 @@ impl Error {
 
     /// Sets the context: which actor, address or name the error is about.
     pub fn with_context(mut self, context: impl Into<Cow<'static, str>>) -> Error {
-        self.context = Some(context.into());
+        self.more_mut().context = Some(context.into());
         self
     }
 
     /// Sets the cause: the error below this one in the chain.
     pub fn caused_by(mut self, cause: Error) -> Error {
-        self.cause = Some(Arc::new(cause));
+        self.more_mut().cause = Some(cause);
         self
     }
 
@@ -174,12 +181,12 @@ impl Error {
 
     /// The context, if any.
     pub fn context(&self) -> Option<&str> {
-        self.context.as_deref()
+        self.more.as_ref()?.context.as_deref()
     }
 
     /// The error that caused this one, if any.
     pub fn cause(&self) -> Option<&Error> {
-        self.cause.as_deref()
+        self.more.as_ref()?.cause.as_ref()
     }
 
     /// This error and then each cause, down to the root cause.
@@ -199,7 +206,7 @@ impl Error {
 
     fn fmt_one(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.code)?;
-        if let Some(c) = &self.context {
+        if let Some(c) = self.context() {
             write!(f, " ({c})")?;
         }
         Ok(())
@@ -230,8 +237,7 @@ impl fmt::Debug for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.cause
-            .as_deref()
+        self.cause()
             .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }

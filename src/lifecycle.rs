@@ -205,7 +205,7 @@ fn arm_lifecycle_timer(
     if let Some(after) = timeout {
         let key = core.timers.start(core.now + after, me, action);
         if let Some(cell) = core.actors.get_mut(me) {
-            cell.lifecycle_timer = Some(key);
+            cell.rare().lifecycle_timer = Some(key);
         }
     }
 }
@@ -214,7 +214,7 @@ fn disarm_lifecycle_timer(core: &mut Core, me: Key) {
     if let Some(key) = core
         .actors
         .get_mut(me)
-        .and_then(|c| c.lifecycle_timer.take())
+        .and_then(|c| c.rare.as_deref_mut()?.lifecycle_timer.take())
     {
         core.timers.cancel(key);
     }
@@ -225,7 +225,7 @@ fn on_init(core: &mut Core, me: Key) {
         return;
     }
     set_state(core, me, ActorState::Initializing);
-    let timeout = core.actors.get(me).and_then(|c| c.config.init_timeout);
+    let timeout = core.actors.get(me).and_then(|c| c.config().init_timeout);
     arm_lifecycle_timer(core, me, timeout, TimerAction::InitTimeout);
     call_hook(core, me, Hook::InitStart);
     try_init(core, me);
@@ -239,7 +239,7 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
     if cell.state != ActorState::Initializing {
         return;
     }
-    if let Some(error) = cell.init_failure.take() {
+    if let Some(error) = cell.rare.as_deref_mut().and_then(|r| r.init_failure.take()) {
         return init_failed(core, me, error);
     }
     match plugin::init_vote(core, me) {
@@ -287,7 +287,9 @@ pub(crate) fn on_init_timeout(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    cell.lifecycle_timer = None;
+    if let Some(rare) = cell.rare.as_deref_mut() {
+        rare.lifecycle_timer = None;
+    }
     if cell.state == ActorState::Initializing {
         let error = Error::new(ErrorCode::InitTimeout).with_context(cell.address.to_string());
         init_failed(core, me, error);
@@ -299,7 +301,9 @@ pub(crate) fn on_shutdown_timeout(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    cell.lifecycle_timer = None;
+    if let Some(rare) = cell.rare.as_deref_mut() {
+        rare.lifecycle_timer = None;
+    }
     if cell.state == ActorState::ShuttingDown {
         let error = Error::new(ErrorCode::ShutdownTimeout).with_context(cell.address.to_string());
         core.contract_violation(error);
@@ -358,7 +362,7 @@ pub(crate) fn fail(core: &mut Core, me: Key, error: Error) {
     };
     match cell.state {
         ActorState::New | ActorState::Initializing => {
-            cell.init_failure.get_or_insert(error);
+            cell.rare().init_failure.get_or_insert(error);
             to_self(core, me, SystemMsg::Poll);
         }
         ActorState::Initialized | ActorState::Operational => request_own_shutdown(core, me, error),
@@ -376,7 +380,7 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         return;
     }
     cell.reason = Some(reason);
-    let timeout = cell.config.shutdown_timeout;
+    let timeout = cell.config().shutdown_timeout;
     set_state(core, me, ActorState::ShuttingDown);
     arm_lifecycle_timer(core, me, timeout, TimerAction::ShutdownTimeout);
     if before >= ActorState::Initializing {
@@ -408,9 +412,21 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         return;
     };
     let subscriptions = std::mem::take(&mut cell.subscriptions);
-    let timers = std::mem::take(&mut cell.timers);
-    let requests = std::mem::take(&mut cell.requests);
-    let identities = std::mem::take(&mut cell.identities);
+    let timers = cell
+        .rare
+        .as_deref_mut()
+        .map(|r| std::mem::take(&mut r.timers))
+        .unwrap_or_default();
+    let requests = cell
+        .rare
+        .as_deref_mut()
+        .map(|r| std::mem::take(&mut r.requests))
+        .unwrap_or_default();
+    let identities = cell
+        .rare
+        .as_deref_mut()
+        .map(|r| std::mem::take(&mut r.identities))
+        .unwrap_or_default();
     let main = cell.address.key();
     for sub in subscriptions {
         crate::subscription::unsubscribe(core, sub);
@@ -426,7 +442,7 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.remove(me) else {
         return;
     };
-    if let Some(plugins) = cell.plugins.as_deref() {
+    if let Some(plugins) = cell.plugins_ref() {
         link::notify_servers(core, &cell.address, plugins);
         core.io.borrow_mut().forget(plugins.io.iter().copied());
     }

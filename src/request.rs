@@ -273,7 +273,7 @@ pub(crate) fn send<R: Request>(
         p.timer = timer;
     }
     if let Some(cell) = core.actors.get_mut(me) {
-        cell.requests.push(key);
+        cell.rare().requests.push(key);
     }
     let id = RequestId(key);
     core.send(
@@ -351,8 +351,12 @@ pub(crate) fn requester_gone(core: &mut Core, keys: impl IntoIterator<Item = Key
 }
 
 fn forget(core: &mut Core, requester: Key, key: Key) {
-    if let Some(cell) = core.actors.get_mut(requester) {
-        remove_key(&mut cell.requests, key);
+    if let Some(rare) = core
+        .actors
+        .get_mut(requester)
+        .and_then(|cell| cell.rare.as_deref_mut())
+    {
+        remove_key(&mut rare.requests, key);
     }
 }
 

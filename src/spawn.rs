@@ -1,6 +1,6 @@
 //! Making actor instances: here, or on another locality by a posted request.
 
-use crate::actor::{Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink};
+use crate::actor::{Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink, Rare};
 use crate::address::Address;
 use crate::builder::Builder;
 use crate::error::{Error, ErrorCode, Result};
@@ -43,31 +43,29 @@ pub(crate) fn spawn_instance<A: Actor>(
     actor: A,
 ) -> Result<Address> {
     let s = &spec.settings;
-    let mut boxed = ActorBox::new(actor);
-    boxed.plugins = spec.plugins.iter().map(|make| make()).collect();
-    boxed.register_as = s.register_as.clone();
+    let plugins = spec.plugins.iter().map(|make| make()).collect();
+    let boxed = ActorBox::new(actor, plugins, s.register_as.clone());
     let seq = core.next_seq();
     let (address_key, address) = core.create_address_slot(s.name.clone(), seq, None);
+    let rare = (s.config != ActorConfig::default()).then(|| {
+        Box::new(Rare {
+            config: s.config,
+            ..Rare::default()
+        })
+    });
     let cell = ActorCell {
-        name: s.name.clone(),
         actor: Some(Box::new(boxed)),
-        state: ActorState::New,
         address: address.clone(),
-        identities: SmallVec::new(),
         subscriptions: SmallVec::new(),
-        timers: SmallVec::new(),
-        requests: SmallVec::new(),
         parent,
-        config: s.config,
         supervisor: s
             .supervisor
             .clone()
             .map(|c| Box::new(SupervisorState::new(c))),
         reason: None,
-        init_failure: None,
-        lifecycle_timer: None,
         registry: s.registry.clone(),
-        plugins: None,
+        rare,
+        state: ActorState::New,
     };
     let me = core.actors.insert(cell);
     if let Some(slot) = core.addresses.get_mut(address_key) {

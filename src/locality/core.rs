@@ -143,8 +143,12 @@ impl Core {
         if address.locality_id() != self.id() {
             return;
         }
-        if let Some(cell) = self.actors.get_mut(me) {
-            remove_key(&mut cell.identities, address.key());
+        if let Some(rare) = self
+            .actors
+            .get_mut(me)
+            .and_then(|cell| cell.rare.as_deref_mut())
+        {
+            remove_key(&mut rare.identities, address.key());
         }
         crate::subscription::remove_address(self, address.key());
     }
@@ -172,20 +176,24 @@ impl Core {
 
     pub(crate) fn create_identity(&mut self, me: Key, label: Cow<'static, str>) -> Address {
         let cell = self.actors.get(me).expect("a running actor has its cell");
-        let (name, seq) = (cell.name.clone(), cell.address.0.seq);
+        let (name, seq) = (cell.address.0.actor.clone(), cell.address.0.seq);
         let (key, address) = self.create_address_slot(name, seq, Some(label));
         if let Some(slot) = self.addresses.get_mut(key) {
             slot.owner = me;
         }
         if let Some(cell) = self.actors.get_mut(me) {
-            cell.identities.push(key);
+            cell.rare().identities.push(key);
         }
         address
     }
 
     pub(crate) fn cancel_user_timer(&mut self, me: Key, timer: Key) -> bool {
-        if let Some(cell) = self.actors.get_mut(me) {
-            remove_key(&mut cell.timers, timer);
+        if let Some(rare) = self
+            .actors
+            .get_mut(me)
+            .and_then(|cell| cell.rare.as_deref_mut())
+        {
+            remove_key(&mut rare.timers, timer);
         }
         self.timers.cancel(timer).is_some()
     }
@@ -264,8 +272,12 @@ impl Core {
             let owner = entry.owner;
             match entry.action {
                 TimerAction::User(callback) => {
-                    if let Some(cell) = self.actors.get_mut(owner) {
-                        remove_key(&mut cell.timers, key);
+                    if let Some(rare) = self
+                        .actors
+                        .get_mut(owner)
+                        .and_then(|cell| cell.rare.as_deref_mut())
+                    {
+                        remove_key(&mut rare.timers, key);
                     }
                     callback(self, owner, TimerId(key));
                 }
@@ -281,5 +293,24 @@ impl Core {
             }
         }
         fired
+    }
+}
+
+#[cfg(test)]
+mod size_report {
+    #[test]
+    fn sizes() {
+        use std::mem::size_of;
+        eprintln!(
+            "ActorCell {} AddressSlot {} AddressInner {} SubscriptionRecord {} ChildRecord {} Error {} PluginState {} SupervisorState {}",
+            size_of::<crate::actor::ActorCell>(),
+            size_of::<crate::subscription::AddressSlot>(),
+            size_of::<crate::address::AddressInner>(),
+            size_of::<crate::subscription::SubscriptionRecord>(),
+            size_of::<crate::supervisor::ChildRecord>(),
+            size_of::<crate::error::Error>(),
+            size_of::<crate::plugin::PluginState>(),
+            size_of::<crate::supervisor::SupervisorState>(),
+        );
     }
 }

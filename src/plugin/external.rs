@@ -129,7 +129,7 @@ pub(crate) fn on_subscribed(core: &mut Core, me: Key, identity: &Address, remote
 }
 
 fn find(core: &mut Core, me: Key, which: impl Fn(&External) -> bool) -> Option<&mut External> {
-    let plugins = core.actors.get_mut(me)?.plugins.as_deref_mut()?;
+    let plugins = core.actors.get_mut(me)?.plugins_mut()?;
     plugins.externals.iter_mut().find(|e| which(e))
 }
 
@@ -172,7 +172,7 @@ pub(crate) fn on_unsubscribed(core: &mut Core, me: Key, identity: &Address) {
     let local = core
         .actors
         .get(me)
-        .and_then(|c| c.plugins.as_deref())
+        .and_then(|c| c.plugins_ref())
         .and_then(|p| p.externals.iter().find(|e| &e.identity == identity))
         .map(|e| e.local);
     if let Some(local) = local {
@@ -186,7 +186,7 @@ fn confirmed_gone(core: &mut Core, me: Key, local: Key) {
         return;
     };
     let state = cell.state;
-    let Some(plugins) = cell.plugins.as_deref_mut() else {
+    let Some(plugins) = cell.plugins_mut() else {
         return;
     };
     let Some(pos) = plugins.externals.iter().position(|e| e.local == local) else {
@@ -202,7 +202,7 @@ fn confirmed_gone(core: &mut Core, me: Key, local: Key) {
 
 /// At shutdown start: end every external subscription.
 pub(crate) fn unsubscribe_all(core: &mut Core, me: Key) {
-    let locals: Vec<Key> = match core.actors.get(me).and_then(|c| c.plugins.as_deref()) {
+    let locals: Vec<Key> = match core.actors.get(me).and_then(|c| c.plugins_ref()) {
         Some(plugins) => plugins
             .externals
             .iter()

@@ -93,7 +93,7 @@ pub(crate) fn unlink_clients(core: &mut Core, me: Key) {
         return;
     };
     let server = cell.address.clone();
-    let Some(plugins) = cell.plugins.as_deref() else {
+    let Some(plugins) = cell.plugins_ref() else {
         return;
     };
     let clients = plugins.clients.clone();
@@ -132,7 +132,7 @@ pub(crate) fn on_unlinked(core: &mut Core, me: Key, client: &Address) {
         return;
     };
     let state = cell.state;
-    if let Some(plugins) = cell.plugins.as_deref_mut()
+    if let Some(plugins) = cell.plugins_mut()
         && let Some(pos) = plugins.clients.iter().position(|c| c == client)
     {
         plugins.clients.swap_remove(pos);

@@ -144,7 +144,7 @@ pub(crate) fn init_vote(core: &mut Core, me: Key) -> Vote {
     let Some(cell) = core.actors.get(me) else {
         return Vote::Pending;
     };
-    if let Some(plugins) = cell.plugins.as_deref() {
+    if let Some(plugins) = cell.plugins_ref() {
         if let Some(failure) = &plugins.failure {
             return Vote::Failed(failure.clone());
         }
@@ -184,7 +184,7 @@ pub(crate) fn shutdown_vote(core: &mut Core, me: Key) -> Vote {
     if !crate::supervisor::shutdown_ready(cell) {
         return Vote::Pending;
     }
-    match cell.plugins.as_deref() {
+    match cell.plugins_ref() {
         Some(plugins) => [
             resources::vote(plugins),
             external::shutdown_vote(plugins),

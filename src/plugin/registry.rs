@@ -89,7 +89,7 @@ where
             .with_context("no registry: build a supervisor `with_registry()`");
         return failed(ctx.core, me, error);
     };
-    let timeout = cell.config.init_timeout.unwrap_or(NO_TIMEOUT);
+    let timeout = cell.config().init_timeout.unwrap_or(NO_TIMEOUT);
     // Link to the registry, so that it outlives this actor and hears its
     // deregistrations; not from the supervisor that owns it (it would wait
     // for its own child).
@@ -140,8 +140,7 @@ pub(crate) fn deregister_all(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let (Some(registry), Some(plugins)) = (cell.registry.clone(), cell.plugins.as_deref_mut())
-    else {
+    let (Some(registry), Some(plugins)) = (cell.registry.clone(), cell.plugins_mut()) else {
         return;
     };
     let names = std::mem::take(&mut plugins.names);

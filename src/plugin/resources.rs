@@ -26,7 +26,7 @@ pub(crate) fn release(core: &mut Core, me: Key, kind: u32) -> Result<()> {
     let Some(cell) = core.actors.get_mut(me) else {
         return Err(Error::new(ErrorCode::StaleAddress));
     };
-    let resources = cell.plugins.as_deref_mut().map(|p| &mut p.resources);
+    let resources = cell.plugins_mut().map(|p| &mut p.resources);
     let Some(resources) = resources else {
         return Err(not_held(kind));
     };

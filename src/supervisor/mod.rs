@@ -119,13 +119,6 @@ impl ChildRecord {
             .as_ref()
             .is_some_and(|a| ChildId::of(a) == child)
     }
-
-    /// The child's address, or `?` while a remote spawn is under way.
-    pub(crate) fn label(&self) -> String {
-        self.address
-            .as_ref()
-            .map_or_else(|| "?".to_string(), Address::to_string)
-    }
 }
 
 /// The child manager of one supervisor.

@@ -95,7 +95,13 @@ impl Supervision {
         }
     }
 
-    fn decide(&mut self, reason: &Error, actor_says: bool, now: Instant, child: &str) -> Decision {
+    fn decide(
+        &mut self,
+        reason: &Error,
+        actor_says: bool,
+        now: Instant,
+        child: &ChildLabel,
+    ) -> Decision {
         let c = &self.config;
         let wants = match c.policy {
             RestartPolicy::Never => false,
@@ -125,6 +131,18 @@ impl Supervision {
         };
         self.history.push_back(now);
         Decision::Restart(delay)
+    }
+}
+
+/// A child's address for messages, formatted only when one is written.
+struct ChildLabel(Option<Address>);
+
+impl std::fmt::Display for ChildLabel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(address) => write!(f, "{address}"),
+            None => f.write_str("?"),
+        }
     }
 }
 
@@ -166,7 +184,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
     let Some(record) = sup.children.get_mut(slot) else {
         return;
     };
-    let child = record.label();
+    let child = ChildLabel(record.address.clone());
     tracing::debug!(supervisor = %my_address, %child, %reason, "child down");
     let failed_init = record.initializing;
     if failed_init {
