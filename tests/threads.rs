@@ -618,3 +618,30 @@ fn many_senders_on_many_threads_keep_their_order_and_lose_nothing() {
     assert_eq!(log.lines(), Vec::<String>::new(), "no message out of order");
     assert_eq!((l1.finish(), l2.finish()), (Ok(()), Ok(())));
 }
+
+/// Holds a handle on its own locality until it is dropped.
+struct HoldsItsLocality {
+    _handle: LocalityHandle,
+}
+
+impl Actor for HoldsItsLocality {
+    fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.shutdown();
+    }
+}
+
+#[test]
+fn a_locality_finishes_when_its_last_handle_is_dropped_during_a_dispatch() {
+    // The root holds the locality's only handle: it is dropped with the root,
+    // inside the dispatch that shuts the root down.
+    let mut l0 = Locality::named("L0");
+    let handle = l0.handle();
+    l0.spawn_root(HoldsItsLocality { _handle: handle })
+        .finish()
+        .unwrap();
+    let now = l0.now();
+    l0.run_until_idle(now);
+    assert_eq!(l0.stats().actors, 0);
+    assert!(l0.is_finished(), "nothing is left that could use it");
+    assert!(!l0.has_pending());
+}
