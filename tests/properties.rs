@@ -286,6 +286,7 @@ impl Coverage {
                 Ev::Made { index, .. } if *index > 0 => "a restart",
                 Ev::Failed { .. } => "an injected failure",
                 Ev::Linked { .. } => "a link",
+                Ev::Listening { .. } => "an external subscription",
                 Ev::Cancel {
                     cancelled: true, ..
                 } => "a cancelled request",

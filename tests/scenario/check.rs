@@ -179,6 +179,9 @@ impl Checker<'_> {
                     i.failed.push(error.clone());
                     i.activity.push(at);
                 }
+                Ev::Listening { uid, .. } => {
+                    self.insts.entry(*uid).or_default().activity.push(at);
+                }
                 Ev::Linking { uid, server } => {
                     let i = self.insts.entry(*uid).or_default();
                     i.linking.push(server.clone());

@@ -120,6 +120,8 @@ pub struct SupSpec {
 pub struct Link {
     pub server: usize,
     pub discover: bool,
+    /// With a discovery: wait for the name (else fail init if it is not there).
+    pub wait: bool,
 }
 
 /// What one instance does.
@@ -158,12 +160,17 @@ pub enum Action {
     Send { to: usize, count: u32 },
     /// Numbered messages to the node's first address ever (likely dead).
     SendStale { to: usize, count: u32 },
-    /// A request to the node's current address.
+    /// An external subscription to the numbered messages sent to the
+    /// node's current address (`subscribe_external`).
+    Listen { to: usize },
+    /// A request to the node's current address (its response to an
+    /// identity of the requester if `via`).
     Request {
         to: usize,
         reply: Reply,
         timeout: u64,
         cancel_after: Option<u64>,
+        via: bool,
     },
 }
 
@@ -261,7 +268,12 @@ impl Scenario {
                 let server = rng.below(n as u64) as usize;
                 let discover = registry && scenario.nodes[server].register_as == Some(server);
                 let discover = discover && rng.chance(70);
-                let link = Link { server, discover };
+                let wait = !discover || rng.chance(85);
+                let link = Link {
+                    server,
+                    discover,
+                    wait,
+                };
                 let acyclic = scenario
                     .link_targets(link)
                     .iter()
@@ -496,15 +508,16 @@ impl Script {
             let action = match rng.below(100) {
                 0..14 => Action::Crash,
                 14..22 => Action::Quit,
-                28..32 => Action::StopSupervisor,
-                32..62 => Action::Send {
+                22..26 => Action::StopSupervisor,
+                26..52 => Action::Send {
                     to,
                     count: rng.range(1, 5) as u32,
                 },
-                62..70 => Action::SendStale {
+                52..58 => Action::SendStale {
                     to,
                     count: rng.range(1, 3) as u32,
                 },
+                58..66 => Action::Listen { to },
                 _ => Action::Request {
                     to,
                     reply: match rng.below(5) {
@@ -516,6 +529,7 @@ impl Script {
                     },
                     timeout: rng.range(1, 50),
                     cancel_after: rng.chance(40).then(|| rng.range(0, 40)),
+                    via: rng.chance(30),
                 },
             };
             actions.push((at, action));
@@ -603,7 +617,11 @@ impl Scenario {
             }
         }
         for l in &n.links {
-            let how = if l.discover { "discover+link" } else { "link" };
+            let how = match (l.discover, l.wait) {
+                (false, _) => "link",
+                (true, true) => "discover+link",
+                (true, false) => "discover(no wait)+link",
+            };
             write!(f, " {how}->n{}", l.server)?;
         }
         writeln!(f)?;
@@ -649,15 +667,20 @@ impl fmt::Display for Script {
                 Action::SendStale { to, count } => {
                     write!(f, "send {count} to n{to}'s first address")?
                 }
+                Action::Listen { to } => write!(f, "listen to n{to}")?,
                 Action::Request {
                     to,
                     reply,
                     timeout,
                     cancel_after,
+                    via,
                 } => {
                     write!(f, "ask n{to} ({reply:?}, timeout {timeout}ms")?;
                     if let Some(c) = cancel_after {
                         write!(f, ", cancel at +{c}ms")?;
+                    }
+                    if *via {
+                        write!(f, ", reply to an identity")?;
                     }
                     write!(f, ")")?;
                 }

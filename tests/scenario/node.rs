@@ -3,8 +3,8 @@
 
 use super::{Action, Init, NodeSpec, Reply, Scenario};
 use commutator::{
-    Actor, Address, Builder, CancelRequest, Context, Error, LocalityHandle, Request, RequestId,
-    RequestMsg, Response, SupervisorConfig,
+    Actor, Address, Builder, CancelRequest, Context, Error, ErrorCode, LocalityHandle, Request,
+    RequestId, RequestMsg, Response, SupervisorConfig,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -82,6 +82,11 @@ pub enum Ev {
     Linking {
         uid: usize,
         server: String,
+    },
+    /// Subscribed (externally) to the numbered messages sent to `target`.
+    Listening {
+        uid: usize,
+        target: String,
     },
     /// Linked to the server at `server` (logged at `init_finish`).
     Linked {
@@ -174,6 +179,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub type Handles = Arc<Vec<Option<LocalityHandle>>>;
 
 /// A numbered message, for per-sender FIFO.
+#[derive(Clone)]
 pub struct Seq {
     from: usize,
     seq: u64,
@@ -216,6 +222,11 @@ pub struct Node {
     out: BTreeMap<String, u64>,
     /// The next number expected per sender.
     heard: BTreeMap<usize, u64>,
+    /// The next number expected per (external subscription, sender).
+    overheard: BTreeMap<(usize, usize), u64>,
+    listens: usize,
+    /// An identity that receives the responses to requests made `via` it.
+    replies: Option<Address>,
     /// Requests waiting for their response.
     pending: BTreeMap<u32, RequestId>,
     next_req: u32,
@@ -248,6 +259,9 @@ impl Node {
             index,
             out: BTreeMap::new(),
             heard: BTreeMap::new(),
+            overheard: BTreeMap::new(),
+            listens: 0,
+            replies: None,
             pending: BTreeMap::new(),
             next_req: 0,
             links: Vec::new(),
@@ -343,23 +357,55 @@ impl Node {
                     self.send_seq(ctx, &to, count);
                 }
             }
+            Action::Listen { to } => {
+                let Some(target) = self.env.current(to) else {
+                    return;
+                };
+                let k = self.listens;
+                self.listens += 1;
+                let heard = move |me: &mut Self, s: &Seq, ctx: &mut Context<'_, Self>| {
+                    me.on_overheard(k, s, ctx)
+                };
+                match ctx.subscribe_external(&target, heard) {
+                    Ok(_) => {
+                        let target = target.to_string();
+                        self.log(
+                            ctx,
+                            Ev::Listening {
+                                uid: self.uid,
+                                target,
+                            },
+                        );
+                    }
+                    Err(e) if e.code() == ErrorCode::StaleAddress => {}
+                    Err(e) => self.broken(ctx, format!("subscribe_external({target}): {e}")),
+                }
+            }
             Action::Request {
                 to,
                 reply,
                 timeout,
                 cancel_after,
+                via,
             } => {
                 let Some(to) = self.env.current(to) else {
                     return;
                 };
                 let req = self.next_req;
-                self.next_req += 1;
                 let ask = Ask {
                     from: self.uid,
                     req,
                     reply,
                 };
-                let id = ctx.request(&to, ask, self.env.ms(timeout));
+                let timeout_d = self.env.ms(timeout);
+                let id = match (via, self.replies.clone()) {
+                    (true, Some(replies)) => match ctx.request_via(&replies, &to, ask, timeout_d) {
+                        Ok(id) => id,
+                        Err(e) => return self.broken(ctx, format!("request_via: {e}")),
+                    },
+                    _ => ctx.request(&to, ask, timeout_d),
+                };
+                self.next_req += 1;
                 self.pending.insert(req, id);
                 let uid = self.uid;
                 self.log(
@@ -412,6 +458,19 @@ impl Node {
         if s.seq != expected {
             let what = format!(
                 "FIFO: #{} from u{} came when #{expected} was due",
+                s.seq, s.from
+            );
+            self.broken(ctx, what);
+        }
+    }
+
+    fn on_overheard(&mut self, k: usize, s: &Seq, ctx: &mut Context<'_, Self>) {
+        let expected = self.overheard.insert((k, s.from), s.seq + 1);
+        if let Some(expected) = expected
+            && s.seq != expected
+        {
+            let what = format!(
+                "external FIFO: #{} from u{} came when #{expected} was due",
                 s.seq, s.from
             );
             self.broken(ctx, what);
@@ -524,6 +583,11 @@ impl Actor for Node {
         ctx.subscribe(Self::on_response);
         ctx.subscribe(Self::on_cancel);
         ctx.subscribe(Self::on_stop);
+        let replies = ctx.create_address("replies");
+        if let Err(e) = ctx.subscribe_on(&replies, Self::on_response) {
+            self.broken(ctx, format!("subscribe_on(replies): {e}"));
+        }
+        self.replies = Some(replies);
         lock(&self.env.directory)[self.node].push(me);
         let env = self.env.clone();
         let spec = &env.scenario.nodes[self.node];
@@ -532,8 +596,13 @@ impl Actor for Node {
         }
         for link in &spec.links {
             if link.discover {
-                ctx.discover(format!("svc{}", link.server))
-                    .wait()
+                let discovery = ctx.discover(format!("svc{}", link.server));
+                let discovery = if link.wait {
+                    discovery.wait()
+                } else {
+                    discovery
+                };
+                discovery
                     .link()
                     .then(|me: &mut Self, server, ctx| me.linking(ctx, server));
             } else if let Some(server) = env.current(link.server) {
