@@ -13,6 +13,8 @@
 //! - `COMMUTATOR_SOAK=100000 cargo test --release --test properties -- --nocapture soak`
 //!   runs that many scenarios and prints `soak: N scenarios, F failures`,
 //!   with every failing seed (`COMMUTATOR_SOAK_BASE` fixes the first seed).
+//!   `COMMUTATOR_SOAK_THREADS=N` runs N scenarios on two and on three
+//!   threads instead of `THREAD_CASES`.
 //!
 //! Scenarios on one thread use a manual clock, so a seed replays exactly;
 //! the thread runs use the real clock (scaled down) and replay the scenario,
@@ -203,8 +205,9 @@ proptest! {
     }
 }
 
-/// The thread runs: `THREAD_CASES` scenarios on `k` threads (or the one of
-/// `COMMUTATOR_SEED` when `COMMUTATOR_THREADS=k`).
+/// The thread runs: `THREAD_CASES` scenarios on `k` threads (or
+/// `COMMUTATOR_SOAK_THREADS` of them; or the one of `COMMUTATOR_SEED` when
+/// `COMMUTATOR_THREADS=k`).
 fn on_threads(k: usize) {
     let seeds: Vec<u64> = match (
         seed_from_env("COMMUTATOR_SEED"),
@@ -213,21 +216,35 @@ fn on_threads(k: usize) {
         (Some(seed), Some(t)) if t as usize == k => vec![seed],
         (Some(_), _) => return,
         _ => {
-            let base = random_seed();
-            (0..THREAD_CASES as u64)
-                .map(|i| base.wrapping_add(i))
-                .collect()
+            let base = seed_from_env("COMMUTATOR_SOAK_BASE").unwrap_or_else(random_seed);
+            let cases = seed_from_env("COMMUTATOR_SOAK_THREADS").unwrap_or(THREAD_CASES as u64);
+            (0..cases).map(|i| base.wrapping_add(i)).collect()
         }
     };
-    for seed in seeds {
+    let started = Instant::now();
+    let mut failures = Vec::new();
+    for &seed in &seeds {
         let scenario = Scenario::generate_on(seed, k);
         if let Err(report) = verify(&scenario, true) {
-            panic!(
-                "seed {seed:#x} on {k} threads failed\n{}\n{report}",
+            println!(
+                "---- seed {seed:#x} on {k} threads failed\n{}\n{report}",
                 replay_hint(seed, Some(k))
             );
+            failures.push(seed);
         }
     }
+    if seeds.len() > THREAD_CASES as usize {
+        println!(
+            "soak: {} scenarios on {k} threads, {} failures ({:.1?})",
+            seeds.len(),
+            failures.len(),
+            started.elapsed()
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "seeds {failures:#x?} failed on {k} threads (reports above)"
+    );
 }
 
 #[test]
