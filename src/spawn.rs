@@ -97,11 +97,19 @@ struct SpawnRequest {
     parent: Address,
     slot: usize,
     make: MakeThere,
+    /// Keeps the locality from finishing while the request is on its way:
+    /// it was asked while a handle existed, and must be served.
+    _keep: LocalityHandle,
 }
 
 impl Remote for SpawnRequest {
     fn localize(self: Box<Self>, core: &mut Core) {
-        let SpawnRequest { parent, slot, make } = *self;
+        let SpawnRequest {
+            parent,
+            slot,
+            make,
+            _keep,
+        } = *self;
         core.anchor();
         let result = make(
             core,
@@ -114,6 +122,7 @@ impl Remote for SpawnRequest {
             core.unanchor(None);
         }
         core.send_system(&parent, SystemMsg::ChildSpawned { slot, result });
+        drop(_keep);
     }
 }
 
@@ -142,6 +151,7 @@ pub(crate) fn spawn_elsewhere<A: Actor>(
         parent,
         slot,
         make: Box::new(make),
+        _keep: handle.clone(),
     };
     if handle.shared.post(Box::new(request)) {
         Ok(())

@@ -645,3 +645,39 @@ fn a_locality_finishes_when_its_last_handle_is_dropped_during_a_dispatch() {
     assert!(l0.is_finished(), "nothing is left that could use it");
     assert!(!l0.has_pending());
 }
+
+#[test]
+fn a_child_spawned_on_another_locality_is_made_even_if_the_handle_is_dropped_at_once() {
+    // The spawn request is in L1's inbox when the last handle on L1 goes.
+    let mut l0 = Locality::named("L0");
+    let mut l1 = Locality::named("L1");
+    let root = l0
+        .spawn_root(Supervisor)
+        .name("root")
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .unwrap();
+    let handle = l1.handle();
+    l0.spawn_on(&handle, &root, || HoldsNothing)
+        .name("remote")
+        .finish()
+        .unwrap();
+    drop(handle);
+    let now = l0.now();
+    for _ in 0..4 {
+        l0.run_until_idle(now);
+        l1.run_until_idle(now);
+    }
+    assert_eq!(l1.stats().actors, 1, "the child was made on L1");
+    assert_eq!(l0.state_of(&root), Some(ActorState::Operational));
+    l0.shutdown(&root).unwrap();
+    for _ in 0..4 {
+        l0.run_until_idle(now);
+        l1.run_until_idle(now);
+    }
+    assert!(l0.is_finished() && l1.is_finished());
+}
+
+struct HoldsNothing;
+
+impl Actor for HoldsNothing {}
