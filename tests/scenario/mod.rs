@@ -83,6 +83,9 @@ pub struct Scenario {
     pub on_violation: OnViolation,
     /// The root is made `with_registry()`.
     pub registry: bool,
+    /// The root drops the handles on the other localities then (else when
+    /// it is gone); children elsewhere are not made after that.
+    pub release_handles_at: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -260,6 +263,7 @@ impl Scenario {
                 OnViolation::Continue
             },
             registry,
+            release_handles_at: None,
         };
         // Links that keep "finishes before" acyclic (child before parent,
         // client before server): otherwise a shutdown would wait for itself.
@@ -290,6 +294,9 @@ impl Scenario {
             }
         }
         scenario.stops.sort();
+        if localities > 1 && rng.chance(30) {
+            scenario.release_handles_at = Some(rng.range(0, 60));
+        }
         scenario
     }
 
@@ -396,6 +403,7 @@ impl Scenario {
             stops: Vec::new(),
             on_violation: OnViolation::Continue,
             registry: false,
+            release_handles_at: None,
         }
     }
 
@@ -561,6 +569,12 @@ impl fmt::Display for Scenario {
             },
         )?;
         self.fmt_node(f, 0, "", "")?;
+        if let Some(at) = self.release_handles_at {
+            writeln!(
+                f,
+                "at {at}ms the root releases its handles on the localities"
+            )?;
+        }
         for (at, node) in &self.stops {
             writeln!(f, "at {at}ms the root stops n{node}")?;
         }

@@ -30,6 +30,9 @@ pub struct Env {
     directory: Mutex<Vec<Vec<Address>>>,
     made: Mutex<Vec<usize>>,
     next_uid: AtomicUsize,
+    /// Handles on the localities (by index) for spawning there, until the
+    /// root releases them.
+    handles: Mutex<Vec<Option<LocalityHandle>>>,
 }
 
 /// One logged event; `at` is the locality's clock when an actor logged it.
@@ -140,6 +143,7 @@ impl Env {
             directory: Mutex::new(vec![Vec::new(); n]),
             made: Mutex::new(vec![0; n]),
             next_uid: AtomicUsize::new(0),
+            handles: Mutex::new(Vec::new()),
         })
     }
 
@@ -165,6 +169,22 @@ impl Env {
         lock(&self.directory)[node].first().cloned()
     }
 
+    /// Keeps these handles for spawning on other localities.
+    pub fn set_handles(&self, handles: Vec<Option<LocalityHandle>>) {
+        *lock(&self.handles) = handles;
+    }
+
+    /// A handle on locality `i`, until they are released.
+    pub fn handle(&self, i: usize) -> Option<LocalityHandle> {
+        lock(&self.handles).get(i).cloned().flatten()
+    }
+
+    /// Drops the handles: a locality finishes once its actors are gone.
+    pub fn release_handles(&self) {
+        let handles = std::mem::take(&mut *lock(&self.handles));
+        drop(handles);
+    }
+
     /// Scenario milliseconds since the start, for traces.
     pub fn since(&self, at: Instant) -> u128 {
         at.saturating_duration_since(self.t0).as_nanos() / self.scale.as_nanos().max(1)
@@ -174,9 +194,6 @@ impl Env {
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
-
-/// Handles on the localities of a run, for supervisors with children elsewhere.
-pub type Handles = Arc<Vec<Option<LocalityHandle>>>;
 
 /// A numbered message, for per-sender FIFO.
 #[derive(Clone)]
@@ -214,7 +231,6 @@ pub struct Stop;
 /// One instance of one node of the scenario.
 pub struct Node {
     env: Arc<Env>,
-    handles: Handles,
     uid: usize,
     node: usize,
     index: usize,
@@ -235,7 +251,7 @@ pub struct Node {
 
 impl Node {
     /// A new instance of `node`, child of instance `parent`.
-    pub fn new(env: Arc<Env>, handles: Handles, node: usize, parent: Option<usize>) -> Node {
+    pub fn new(env: Arc<Env>, node: usize, parent: Option<usize>) -> Node {
         let uid = env.next_uid.fetch_add(1, Ordering::Relaxed);
         let index = {
             let mut made = lock(&env.made);
@@ -253,7 +269,6 @@ impl Node {
         );
         Node {
             env,
-            handles,
             uid,
             node,
             index,
@@ -271,11 +286,10 @@ impl Node {
     /// Makes instances of `node` for the supervisor instance `parent`.
     pub fn factory(
         env: Arc<Env>,
-        handles: Handles,
         node: usize,
         parent: usize,
     ) -> impl FnMut() -> Node + Send + 'static {
-        move || Node::new(env.clone(), handles.clone(), node, Some(parent))
+        move || Node::new(env.clone(), node, Some(parent))
     }
 
     fn spec(&self) -> &NodeSpec {
@@ -315,15 +329,17 @@ impl Node {
     fn spawn_child(&mut self, ctx: &mut Context<'_, Self>, child: usize) {
         let env = self.env.clone();
         let spec = &env.scenario.nodes[child];
-        let factory = Node::factory(env.clone(), self.handles.clone(), child, self.uid);
+        let factory = Node::factory(env.clone(), child, self.uid);
         let result = if spec.locality == self.spec().locality {
             configure(ctx.spawn_with(factory), spec, &env)
                 .finish()
                 .map(drop)
         } else {
-            let handle = self.handles.get(spec.locality).and_then(Option::as_ref);
-            let handle = handle.expect("the run made a handle for every locality");
-            configure(ctx.spawn_on(handle, factory), spec, &env).finish()
+            // Once the root released the handles, children elsewhere are not made.
+            let Some(handle) = env.handle(spec.locality) else {
+                return;
+            };
+            configure(ctx.spawn_on(&handle, factory), spec, &env).finish()
         };
         if let Err(e) = result {
             self.broken(ctx, format!("spawning n{child} failed: {e}"));
@@ -633,6 +649,9 @@ impl Actor for Node {
         }
         if self.node == 0 {
             ctx.start_timer(env.ms(env.scenario.end_ms), |_, ctx, _| ctx.shutdown());
+            if let Some(at) = env.scenario.release_handles_at {
+                ctx.start_timer(env.ms(at), |me: &mut Self, _, _| me.env.release_handles());
+            }
             for &(at, node) in &env.scenario.stops {
                 ctx.start_timer(env.ms(at), move |me: &mut Self, ctx, _| {
                     if let Some(to) = me.env.current(node) {
@@ -687,6 +706,9 @@ impl Actor for Node {
         );
         for req in std::mem::take(&mut self.pending).into_keys() {
             self.log(ctx, Ev::Unanswered { uid: self.uid, req });
+        }
+        if self.node == 0 {
+            self.env.release_handles();
         }
     }
 

@@ -2,7 +2,7 @@
 //! clock (deterministic: a seed replays exactly), or each on a thread of its
 //! own as a `System` on the real clock, bounded by a watchdog and a deadline.
 
-use super::node::{Env, Ev, Event, Handles, Node, configure};
+use super::node::{Env, Ev, Event, Node, configure};
 use super::{OnViolation, Scenario};
 use commutator::{Actor, Context, Error, Locality, LocalityHandle, Stats, System, ViolationAction};
 use std::sync::Arc;
@@ -64,12 +64,10 @@ pub fn run_manual(scenario: &Scenario) -> Outcome {
     for l in &mut ls {
         violation_handler(&env, l);
     }
-    let handles: Handles = if scenario.localities > 1 {
-        Arc::new(ls.iter().map(|l| Some(l.handle())).collect())
-    } else {
-        Arc::new(Vec::new())
-    };
-    let root = Node::new(env.clone(), handles, 0, None);
+    if scenario.localities > 1 {
+        env.set_handles(ls.iter().map(|l| Some(l.handle())).collect());
+    }
+    let root = Node::new(env.clone(), 0, None);
     configure(ls[0].spawn_root(root), &scenario.nodes[0], &env)
         .finish()
         .expect("a fresh locality accepts the root");
@@ -175,7 +173,7 @@ pub fn run_threads(
     let k = scenario.localities;
     let (handle_tx, handle_rx) = mpsc::channel::<(usize, LocalityHandle)>();
     let (end_tx, end_rx) = mpsc::channel::<(usize, LocalityEnd, Option<Error>)>();
-    let (root_tx, root_rx) = mpsc::channel::<Handles>();
+    let (root_tx, root_rx) = mpsc::channel::<()>();
     let mut root_rx = Some(root_rx);
     let mut threads = Vec::new();
     for i in 0..k {
@@ -191,8 +189,8 @@ pub fn run_threads(
                 }
                 drop(handle_tx);
                 if let Some(root_rx) = root_rx {
-                    let handles = root_rx.recv().expect("the test sends the handles");
-                    let root = Node::new(env.clone(), handles, 0, None);
+                    root_rx.recv().expect("the test has the handles");
+                    let root = Node::new(env.clone(), 0, None);
                     let root = configure(system.spawn_root(root), &env.scenario.nodes[0], &env)
                         .finish()
                         .expect("a fresh system accepts the root");
@@ -228,7 +226,8 @@ pub fn run_threads(
             }
         }
     }
-    let _ = root_tx.send(Arc::new(handles));
+    env.set_handles(handles);
+    let _ = root_tx.send(());
     let mut ends: Vec<Option<LocalityEnd>> = (0..k).map(|_| None).collect();
     let mut exit = None;
     for _ in 0..k {
