@@ -116,7 +116,11 @@ proptest! {
         prop_assert!(scenario.is_faultless());
         // The checker holds a scenario without faults to a normal end.
         if let Err(report) = verify(&scenario, false) {
-            prop_assert!(false, "seed {seed:#x} without faults failed\n{report}");
+            prop_assert!(
+                false,
+                "seed {seed:#x} without faults failed\n{} COMMUTATOR_WITHOUT_FAULTS=1\n{report}",
+                replay_hint(seed, None)
+            );
         }
     }
 }
@@ -262,17 +266,22 @@ fn random_seed() -> u64 {
     RandomState::new().hash_one(Instant::now())
 }
 
-/// `COMMUTATOR_SEED=<seed>`: replays one scenario and prints it with its log.
+/// `COMMUTATOR_SEED=<seed>`: replays one scenario and prints it with its log
+/// (`COMMUTATOR_WITHOUT_FAULTS=1`: its variant without faults, as in
+/// `a_scenario_without_faults_ends_normally_and_frees_everything`).
 #[test]
 fn replay() {
     let Some(seed) = seed_from_env("COMMUTATOR_SEED") else {
         return;
     };
     let threads = seed_from_env("COMMUTATOR_THREADS").map(|k| k as usize);
-    let scenario = match threads {
+    let mut scenario = match threads {
         Some(k) => Scenario::generate_on(seed, k),
         None => Scenario::generate(seed, MAX_LOCALITIES),
     };
+    if std::env::var_os("COMMUTATOR_WITHOUT_FAULTS").is_some() {
+        scenario = scenario.without_faults();
+    }
     match verify(&scenario, threads.is_some()) {
         Ok(outcome) => {
             println!("{}", report(&outcome, &[]));
