@@ -34,9 +34,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Generated scenarios per CI run (single thread, manual clock).
-const CI_CASES: u32 = 300;
+const CI_CASES: u32 = 2000;
 /// Generated scenarios per CI run on two and on three threads.
-const THREAD_CASES: u32 = 12;
+const THREAD_CASES: u32 = 40;
 /// Localities of a single-thread scenario: 1 to this many.
 const MAX_LOCALITIES: usize = 3;
 
@@ -151,7 +151,7 @@ fn path_localities() -> impl Strategy<Value = Vec<usize>> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 64,
+        cases: 256,
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
