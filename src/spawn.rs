@@ -95,11 +95,19 @@ struct SpawnRequest {
     parent: Address,
     slot: usize,
     make: MakeThere,
+    /// Keeps the locality from finishing while the request is on its way:
+    /// it was asked while a handle existed, and must be served.
+    _keep: LocalityHandle,
 }
 
 impl Remote for SpawnRequest {
     fn localize(self: Box<Self>, core: &mut Core) {
-        let SpawnRequest { parent, slot, make } = *self;
+        let SpawnRequest {
+            parent,
+            slot,
+            make,
+            _keep,
+        } = *self;
         core.anchor();
         let result = make(
             core,
@@ -112,6 +120,7 @@ impl Remote for SpawnRequest {
             core.unanchor(None);
         }
         core.send_system(&parent, SystemMsg::ChildSpawned { slot, result });
+        drop(_keep);
     }
 }
 
@@ -140,6 +149,7 @@ pub(crate) fn spawn_elsewhere<A: Actor>(
         parent,
         slot,
         make: Box::new(make),
+        _keep: handle.clone(),
     };
     if handle.shared.post(Box::new(request)) {
         Ok(())

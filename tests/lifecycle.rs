@@ -337,6 +337,13 @@ fn a_failed_init_stops_the_supervisor_even_if_the_other_children_confirm_afterwa
         locality.exit_reason().unwrap().to_string(),
         "child init failed (L0/root#1) <- init failed (L0/bad#2) <- actor failure (no database)"
     );
+    assert!(
+        !log.lines()
+            .iter()
+            .any(|l| l.starts_with("root#1 init_finish")),
+        "the root confirms its init only when every child has: {:#?}",
+        log.lines()
+    );
 }
 
 #[test]

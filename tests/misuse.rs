@@ -4,11 +4,13 @@
 mod common;
 
 use common::{Clock, Log, Slot, root_on, root_on_l0};
-use commutator::mio::{Poll, Token};
+use commutator::mio::net::TcpListener;
+use commutator::mio::{Interest, Poll, Token};
 use commutator::{
-    Actor, Address, Context, ErrorCode, Locality, RESERVED_TOKENS, Supervisor, SupervisorConfig,
-    System,
+    Actor, ActorState, Address, Context, ErrorCode, Locality, RESERVED_TOKENS, Request, RequestId,
+    RestartPolicy, Supervisor, SupervisorConfig, System,
 };
+use std::time::Duration;
 
 /// An actor that does nothing.
 struct Idle;
@@ -526,4 +528,362 @@ fn a_stale_subscription_id_never_removes_a_newer_subscription() {
             "second heard"
         ]
     );
+}
+
+/// Runs a probe the test sends it, inside its handler, and logs what the
+/// probe returns: how the newer `Context` calls are refused.
+struct Tester {
+    log: Log,
+}
+
+type Probe = Box<dyn FnOnce(&mut Context<'_, Tester>) -> String + Send>;
+
+/// A probe for a `Tester`.
+struct Run(std::sync::Mutex<Option<Probe>>);
+
+fn run(probe: impl FnOnce(&mut Context<'_, Tester>) -> String + Send + 'static) -> Run {
+    Run(std::sync::Mutex::new(Some(Box::new(probe))))
+}
+
+impl Actor for Tester {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|me: &mut Self, r: &Run, ctx: &mut Context<'_, Self>| {
+            let probe = r.0.lock().unwrap().take();
+            if let Some(probe) = probe {
+                me.log.push(probe(ctx));
+            }
+        });
+    }
+}
+
+fn code<T>(r: commutator::Result<T>) -> String {
+    format!("{:?}", r.map(drop).map_err(|e| e.code()))
+}
+
+/// A locality `L0` with a root and an operational `Tester` named `tester`.
+fn with_tester(log: &Log) -> (Locality, Address, Address) {
+    let (mut l, root) = root_on_l0();
+    let tester = l
+        .spawn(&root, Tester { log: log.clone() })
+        .name("tester")
+        .finish()
+        .unwrap();
+    l.run_until_idle(Clock::new().at(0));
+    (l, root, tester)
+}
+
+/// Sends a probe to the tester and runs it; returns what it logged.
+fn probe(
+    l: &mut Locality,
+    tester: &Address,
+    f: impl FnOnce(&mut Context<'_, Tester>) -> String + Send + 'static,
+    log: &Log,
+) -> String {
+    l.send(tester, run(f)).unwrap();
+    l.run_until_idle(Clock::new().at(0));
+    log.take().join("\n")
+}
+
+struct Ping;
+
+impl Request for Ping {
+    type Response = ();
+}
+
+/// Stats without the delivery counters (a probe is a delivered message).
+fn stores(l: &Locality) -> [usize; 7] {
+    let s = l.stats();
+    [
+        s.actors,
+        s.addresses,
+        s.subscriptions,
+        s.timers,
+        s.requests,
+        s.io,
+        s.queued,
+    ]
+}
+
+#[test]
+fn request_via_a_reply_address_of_another_locality_fails_with_invalid_argument() {
+    let log = Log::new();
+    let (mut l, root, tester) = with_tester(&log);
+    let (there, their_root) = root_on("L1");
+    let before = (stores(&l), there.stats());
+
+    let target = root.clone();
+    let said = probe(
+        &mut l,
+        &tester,
+        move |ctx| {
+            let e = ctx
+                .request_via(&their_root, &target, Ping, Duration::from_millis(10))
+                .unwrap_err();
+            format!("{:?}: {}", e.code(), e.context().unwrap_or(""))
+        },
+        &log,
+    );
+
+    assert_eq!(
+        said,
+        "InvalidArgument: L1/root#1 is not an address of L0/tester#2"
+    );
+    assert_eq!((stores(&l), there.stats()), before, "no request, no timer");
+}
+
+#[test]
+fn releasing_a_resource_never_acquired_fails_with_invalid_argument() {
+    let log = Log::new();
+    let (mut l, _, tester) = with_tester(&log);
+    let before = stores(&l);
+
+    let said = probe(
+        &mut l,
+        &tester,
+        |ctx| {
+            let first = code(ctx.release_resource(3));
+            format!("{first}, held {}", ctx.resources_held(3))
+        },
+        &log,
+    );
+
+    assert_eq!(said, "Err(InvalidArgument), held 0");
+    assert_eq!(stores(&l), before);
+    assert_eq!(l.state_of(&tester), Some(ActorState::Operational));
+}
+
+#[test]
+fn register_io_on_a_locality_without_a_poll_fails_with_not_registered() {
+    let log = Log::new();
+    let (mut l, _, tester) = with_tester(&log);
+    let before = stores(&l);
+
+    let said = probe(
+        &mut l,
+        &tester,
+        |ctx| {
+            let socket = TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+            code(ctx.register_io(socket, Interest::READABLE))
+        },
+        &log,
+    );
+
+    assert_eq!(said, "Err(NotRegistered)");
+    assert_eq!(stores(&l), before, "no I/O slot is left behind");
+    assert_eq!(l.state_of(&tester), Some(ActorState::Operational));
+}
+
+#[test]
+fn spawn_on_a_finished_locality_fails_with_locality_finished_and_changes_nothing() {
+    let clock = Clock::new();
+    let (mut l, root) = root_on_l0();
+    l.run_until_idle(clock.at(0));
+    let gone = Locality::named("L1");
+    let handle = gone.handle();
+    drop(gone); // as when the other thread's System has ended
+    assert!(handle.is_closed());
+    let before = stores(&l);
+
+    let err = l.spawn_on(&handle, &root, || Idle).finish().unwrap_err();
+
+    assert_eq!(err.code(), ErrorCode::LocalityFinished);
+    assert_eq!(err.context(), Some("L1"));
+    assert_eq!(stores(&l), before);
+    // No child record was left behind: numbering goes on, and the root's
+    // shutdown does not wait for a child that will never report.
+    let next = l.spawn(&root, Idle).name("next").finish().unwrap();
+    assert_eq!(next.to_string(), "L0/next#2");
+    l.shutdown(&root).unwrap();
+    l.run_until_idle(clock.at(0));
+    assert!(l.is_finished());
+}
+
+#[test]
+fn spawn_on_under_a_foreign_or_non_supervisor_address_is_refused() {
+    let clock = Clock::new();
+    let (mut l, root) = root_on_l0();
+    let leaf = l.spawn(&root, Idle).name("leaf").finish().unwrap();
+    l.run_until_idle(clock.at(0));
+    let (mut there, their_root) = root_on("L1");
+    there.run_until_idle(clock.at(0));
+    let handle = there.handle();
+    let before = (stores(&l), there.stats());
+
+    let foreign = l.spawn_on(&handle, &their_root, || Idle).finish();
+    let leafy = l.spawn_on(&handle, &leaf, || Idle).finish();
+
+    assert_eq!(foreign.unwrap_err().code(), ErrorCode::ForeignAddress);
+    assert_eq!(leafy.unwrap_err().code(), ErrorCode::NotASupervisor);
+    assert_eq!((stores(&l), there.stats()), before);
+    assert!(!there.has_pending(), "nothing was posted to L1");
+}
+
+#[test]
+fn supervision_settings_on_a_root_fail_with_invalid_argument() {
+    let mut l = Locality::named("L0");
+    let before = stores(&l);
+    let attempts = [
+        l.spawn_root(Supervisor)
+            .restart(RestartPolicy::Always)
+            .finish(),
+        l.spawn_root(Supervisor).escalate_failure().finish(),
+        l.spawn_root(Supervisor).autoshutdown_supervisor().finish(),
+    ];
+    for attempt in attempts {
+        assert_eq!(attempt.unwrap_err().code(), ErrorCode::InvalidArgument);
+    }
+    assert_eq!(stores(&l), before);
+    assert!(!l.is_finished(), "no root was anchored, so none went");
+    let root = l.spawn_root(Supervisor).name("root").finish().unwrap();
+    assert_eq!(root.to_string(), "L0/root#1", "no actor number was used up");
+}
+
+#[test]
+fn a_restart_policy_without_a_factory_is_refused_from_a_context_too() {
+    let log = Log::new();
+    let (mut l, root) = root_on_l0();
+    let spawner = l
+        .spawn(&root, Tester { log: log.clone() })
+        .name("spawner")
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .unwrap();
+    l.run_until_idle(Clock::new().at(0));
+    let before = stores(&l);
+
+    let said = probe(
+        &mut l,
+        &spawner,
+        |ctx| {
+            let e = ctx
+                .spawn(Idle)
+                .restart(RestartPolicy::OnFailure)
+                .finish()
+                .unwrap_err();
+            format!("{:?}", e.code())
+        },
+        &log,
+    );
+
+    assert_eq!(said, "InvalidArgument");
+    assert_eq!(stores(&l), before);
+    l.shutdown(&spawner).unwrap();
+    l.run_until_idle(Clock::new().at(0));
+    assert_eq!(l.state_of(&spawner), None, "no child record holds it");
+}
+
+#[derive(Clone)]
+struct Note;
+
+#[test]
+fn subscribe_external_on_a_stale_local_address_fails_with_stale_address() {
+    let log = Log::new();
+    let (mut l, root, tester) = with_tester(&log);
+    let gone = l.spawn(&root, Idle).name("gone").finish().unwrap();
+    l.run_until_idle(Clock::new().at(0));
+    l.shutdown(&gone).unwrap();
+    l.run_until_idle(Clock::new().at(0));
+    let before = stores(&l);
+
+    let said = probe(
+        &mut l,
+        &tester,
+        move |ctx| code(ctx.subscribe_external(&gone, |_: &mut Tester, _: &Note, _| {})),
+        &log,
+    );
+
+    assert_eq!(said, "Err(StaleAddress)");
+    assert_eq!(
+        stores(&l),
+        before,
+        "no identity or subscription is left behind"
+    );
+}
+
+#[test]
+fn unsubscribing_an_external_subscription_twice_fails_with_unknown_subscription() {
+    let log = Log::new();
+    let (mut l, _, tester) = with_tester(&log);
+    let (mut there, their_root) = root_on("L1");
+    there.run_until_idle(Clock::new().at(0));
+
+    let said = probe(
+        &mut l,
+        &tester,
+        move |ctx| {
+            let id = ctx
+                .subscribe_external(&their_root, |_: &mut Tester, _: &Note, _| {})
+                .unwrap();
+            format!(
+                "{} then {}",
+                code(ctx.unsubscribe(id)),
+                code(ctx.unsubscribe(id))
+            )
+        },
+        &log,
+    );
+
+    assert_eq!(said, "Ok(()) then Err(UnknownSubscription)");
+}
+
+/// Requests `Ping` from an address nobody serves, and hands out the id.
+struct Asker {
+    to: Address,
+    id: Slot<RequestId>,
+}
+
+impl Actor for Asker {
+    fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let id = ctx.request(&self.to, Ping, Duration::from_secs(60));
+        self.id.set(id);
+    }
+}
+
+#[test]
+fn cancelling_another_actors_request_returns_false_and_changes_nothing() {
+    let log = Log::new();
+    let (mut l, root, tester) = with_tester(&log);
+    let id = Slot::new();
+    l.spawn(
+        &root,
+        Asker {
+            to: root.clone(),
+            id: id.clone(),
+        },
+    )
+    .finish()
+    .unwrap();
+    l.run_until_idle(Clock::new().at(0));
+    let before = stores(&l);
+    assert_eq!(l.stats().requests, 1);
+
+    let theirs = id.get();
+    let said = probe(
+        &mut l,
+        &tester,
+        move |ctx| format!("{}", ctx.cancel_request(theirs)),
+        &log,
+    );
+
+    assert_eq!(said, "false");
+    assert_eq!(stores(&l), before, "the request is still pending");
+}
+
+#[test]
+fn a_second_locality_on_one_poll_is_refused_and_changes_nothing() {
+    let poll = Poll::new().unwrap();
+    let (mut a, _) = root_on("A");
+    let (mut b, _) = root_on("B");
+    a.register(poll.registry(), Token(1)).unwrap();
+    let before = b.stats();
+
+    let err = b.register(poll.registry(), Token(2)).unwrap_err();
+
+    assert_eq!(err.code(), ErrorCode::AlreadyRegisteredOnPoll);
+    assert_eq!(b.stats(), before);
+    assert!(!b.handles(Token(2)));
+    assert!(a.handles(Token(1)), "the first one keeps its waker");
+    let other = Poll::new().unwrap();
+    b.register(other.registry(), Token(2)).unwrap();
+    assert!(b.handles(Token(2)));
 }

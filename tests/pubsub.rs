@@ -762,3 +762,61 @@ fn delivery_inspection_reports_deliveries_and_drops() {
 
     insta::assert_snapshot!(lines.text());
 }
+
+/// Subscribes to `Note`s on an address of another locality while it shuts
+/// down (from a timer, after `shutdown_start`; a resource holds the shutdown
+/// until then).
+struct LateListener {
+    on: Address,
+}
+
+impl Actor for LateListener {
+    fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.acquire_resource(1);
+        ctx.start_timer(std::time::Duration::ZERO, |me: &mut Self, ctx, _| {
+            let on = me.on.clone();
+            ctx.subscribe_external(&on, |_: &mut Self, _: &Note, _| {})
+                .expect("a live address");
+            ctx.release_resource(1).unwrap();
+        });
+    }
+}
+
+impl Clone for Note {
+    fn clone(&self) -> Self {
+        Note(self.0)
+    }
+}
+
+#[test]
+fn an_external_subscription_made_while_shutting_down_does_not_hold_the_shutdown() {
+    let clock = Clock::new();
+    let log = Log::new();
+    let (mut here, root_here) = root_on_l0();
+    let (mut there, root_there) = common::root_on("L1");
+    let hub = there
+        .spawn(&root_there, Hub { log: log.clone() })
+        .name("hub")
+        .finish()
+        .unwrap();
+    let late = here
+        .spawn(&root_here, LateListener { on: hub })
+        .name("late")
+        .finish()
+        .unwrap();
+    here.run_until_idle(clock.at(0));
+    there.run_until_idle(clock.at(0));
+
+    here.shutdown(&late).unwrap();
+    for _ in 0..3 {
+        here.run_until_idle(clock.at(1));
+        there.run_until_idle(clock.at(1));
+    }
+
+    assert_eq!(here.state_of(&late), None, "its shutdown ended");
+    assert_eq!(
+        there.stats().subscriptions,
+        1,
+        "no forwarder is left on the hub"
+    );
+}

@@ -217,9 +217,16 @@ impl Core {
     }
 
     /// Finishes the locality once nothing keeps it alive: no anchoring actor,
-    /// no handle (through which more could be spawned).
+    /// no handle (through which more could be spawned), and nothing waiting
+    /// in its queue or its inbox (framework messages there may need an
+    /// answer, such as an unsubscription).
     pub(crate) fn check_finished(&mut self) {
-        if !self.finished && self.anchors == 0 && self.shared.served() && self.shared.handles() == 0
+        if !self.finished
+            && self.anchors == 0
+            && self.shared.served()
+            && self.shared.handles() == 0
+            && self.queue.is_empty()
+            && self.shared.close_if_empty()
         {
             self.finish();
         }

@@ -242,6 +242,10 @@ impl Locality {
                 done += 1;
             }
         }
+        // A handle dropped during this dispatch (by an actor here, or by
+        // another thread) set the mail flag, which the loop above may have
+        // consumed: look again, or nothing would wake us to finish.
+        self.core.check_finished();
         done
     }
 

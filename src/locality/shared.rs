@@ -169,6 +169,16 @@ impl LocalityShared {
         drop(items);
     }
 
+    /// Closes the inbox if nothing waits in it (at once, under its lock, so
+    /// that nothing posted meanwhile is lost); `false` if something does.
+    pub(crate) fn close_if_empty(&self) -> bool {
+        let mut inbox = self.lock();
+        if inbox.items.is_empty() {
+            inbox.closed = true;
+        }
+        inbox.closed
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.lock().closed
     }

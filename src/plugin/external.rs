@@ -94,6 +94,14 @@ pub(crate) fn subscribe<M: Clone + Send + 'static>(
     }
     if !accepted {
         confirmed_gone(core, me, local);
+    } else if core
+        .actors
+        .get(me)
+        .is_some_and(|c| c.state == ActorState::ShuttingDown)
+    {
+        // Made after shutdown_start ended the others: end it now too, or the
+        // shutdown vote would wait for it forever.
+        unsubscribe(core, me, local);
     }
 }
 

@@ -197,6 +197,10 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
     }
     if failed_init && !reason.is_normal() && init_policy == InitFailurePolicy::ShutdownSupervisor {
         sup.children.remove(slot);
+        // Still counted as initializing: the shutdown asked for below comes
+        // back as a message, and meanwhile this supervisor must not finish
+        // its own init with the child missing (its shutdown recounts).
+        sup.initializing += 1;
         let why = Error::new(ErrorCode::ChildInitFailed)
             .with_context(my_address.to_string())
             .caused_by(reason);
