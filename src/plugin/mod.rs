@@ -119,8 +119,6 @@ pub trait Plugin<A: Actor>: 'static {
 pub(crate) struct PluginState {
     /// Registry client: requests to the registry not yet answered.
     pub(crate) registry_pending: u32,
-    /// Registry client: linked to the registry already.
-    pub(crate) registry_linked: bool,
     /// Registry client: names this actor registered.
     pub(crate) names: SmallVec<[String; 1]>,
     /// Link client: links requested and not yet answered.

@@ -90,19 +90,7 @@ where
         return failed(ctx.core, me, error);
     };
     let timeout = cell.config().init_timeout.unwrap_or(NO_TIMEOUT);
-    // Link to the registry, so that it outlives this actor and hears its
-    // deregistrations; not from the supervisor that owns it (it would wait
-    // for its own child).
-    let owns_registry = cell.supervisor.as_ref().is_some_and(|s| {
-        s.children
-            .iter()
-            .any(|(_, child)| child.address.as_ref() == Some(&registry))
-    });
-    let link = !owns_registry && !std::mem::replace(&mut cell.plugins().registry_linked, true);
     cell.plugins().registry_pending += 1;
-    if link {
-        crate::plugin::link::request(ctx.core, me, &registry);
-    }
     let reply_to = ctx.create_address("registry");
     let identity = reply_to.clone();
     let on_answer = move |actor: &mut A, r: &Response<R>, ctx: &mut Context<'_, A>| {
