@@ -128,6 +128,11 @@ impl<T> Arena<T> {
         Some(self.slab.remove(key.idx as usize).value)
     }
 
+    /// Every live value.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
+        self.slab.iter().map(|(_, e)| &e.value)
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.slab.len()
     }

@@ -11,7 +11,7 @@ use crate::address::Address;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode};
 use crate::request::{CancelRequest, Request, RequestMsg};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// Registers `address` under `name`; fails with `AlreadyRegistered` if taken.
 #[derive(Debug, Clone)]
@@ -104,8 +104,8 @@ pub struct Deregister {
 /// ```
 #[derive(Debug, Default)]
 pub struct Registry {
-    names: HashMap<String, Address>,
-    promises: HashMap<String, Vec<RequestMsg<Discover>>>,
+    names: BTreeMap<String, Address>,
+    promises: BTreeMap<String, Vec<RequestMsg<Discover>>>,
 }
 
 impl Actor for Registry {

@@ -265,3 +265,30 @@ fn a_link_made_after_init_also_makes_the_server_outlive_the_client() {
     let trace = log.lines();
     assert!(pos(&trace, "client shutdown_finish") < pos(&trace, "server shutdown_finish"));
 }
+
+#[test]
+fn an_actor_cannot_link_to_itself() {
+    let clock = Clock::new();
+    let log = Log::new();
+    let (mut l, root) = root_on_l0();
+    let narcissus = Scripted::new("narcissus", &log).on_init(|_, ctx| {
+        let me = ctx.address().clone();
+        ctx.link(&me);
+    });
+    l.spawn(&root, narcissus)
+        .name("narcissus")
+        .finish()
+        .unwrap();
+    l.run_until_idle(clock.at(0));
+    assert!(
+        l.is_finished(),
+        "its init failed, and with it the supervisor (default policy)"
+    );
+    let reason = l.exit_reason().unwrap().to_string();
+    assert!(
+        reason.ends_with(
+            "<- link failed (L0/narcissus#2) <- invalid argument (an actor cannot link to itself)"
+        ),
+        "{reason}"
+    );
+}

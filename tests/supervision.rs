@@ -497,6 +497,16 @@ fn supervision_settings_that_cannot_work_are_refused() {
         ErrorCode::InvalidArgument,
         "a root has nobody to escalate to"
     );
+    let e = l2
+        .spawn_root(Supervisor)
+        .restart_delay(Duration::from_millis(5))
+        .finish()
+        .unwrap_err();
+    assert_eq!(
+        e.code(),
+        ErrorCode::InvalidArgument,
+        "nor anybody to restart it"
+    );
     assert_eq!(l2.stats().actors, 0);
     drop(factory);
     assert_eq!(w.l.stats().actors, 1, "nothing was spawned");

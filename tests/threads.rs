@@ -758,3 +758,38 @@ fn a_locality_does_not_finish_while_messages_to_it_wait_in_its_inbox() {
     assert_eq!(l0.state_of(&subscriber), None, "its shutdown ended");
     assert!(l1.is_finished());
 }
+
+/// Holds its shutdown with a resource it never releases.
+struct Stuck;
+
+impl Actor for Stuck {
+    fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.acquire_resource(0);
+    }
+}
+
+#[test]
+fn a_locality_stopped_by_a_contract_violation_releases_its_foreign_supervisor() {
+    let l1 = serve("L1");
+    let (mut l0, root) = l0_root();
+    l0.spawn_on(l1.handle(), &root, || Stuck)
+        .name("stuck")
+        .shutdown_timeout(Duration::from_millis(20))
+        .finish()
+        .unwrap();
+    // The root starts only once every child (the one on L1 too) has initialized.
+    l0.spawn(&root, Quitter).finish().unwrap();
+    l0.run()
+        .expect("L0 ends: its child on L1 was abandoned, not waited for forever");
+    let reason = l1.finish().unwrap_err();
+    assert_eq!(reason.code(), ErrorCode::ShutdownTimeout);
+}
+
+/// Shuts the tree down as soon as it is operational.
+struct Quitter;
+
+impl Actor for Quitter {
+    fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.shutdown_supervisor();
+    }
+}

@@ -241,8 +241,44 @@ impl Core {
             None => ViolationAction::Stop,
         };
         if action == ViolationAction::Stop {
+            self.abandon(&error);
             self.fault.get_or_insert(error);
             self.finish();
+        }
+    }
+
+    /// The locality stops with its actors where they are: tell what waits
+    /// for them on other localities (their supervisors, their linked
+    /// servers), so that those do not wait forever.
+    fn abandon(&mut self, error: &Error) {
+        let mut notes = Vec::new();
+        for cell in self.actors.values() {
+            if let Some(parent) = cell
+                .parent
+                .as_ref()
+                .filter(|p| p.address.locality_id() != self.id())
+            {
+                let down = lifecycle::SystemMsg::ChildDown {
+                    slot: parent.slot,
+                    child: crate::supervisor::ChildId::of(&cell.address),
+                    reason: error.clone(),
+                    restart: false,
+                };
+                notes.push((parent.address.clone(), down));
+            }
+            for server in cell.plugins_ref().into_iter().flat_map(|p| &p.servers) {
+                if server.locality_id() != self.id() {
+                    notes.push((
+                        server.clone(),
+                        lifecycle::SystemMsg::UnlinkNotify {
+                            client: cell.address.clone(),
+                        },
+                    ));
+                }
+            }
+        }
+        for (to, msg) in notes {
+            self.send_system(&to, msg);
         }
     }
 

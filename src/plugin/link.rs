@@ -17,11 +17,22 @@ use crate::plugin::{PluginState, Vote};
 
 /// Client side: asks `server` for a link.
 pub(crate) fn request(core: &mut Core, me: Key, server: &Address) {
+    let to_itself = server.locality_id() == core.id()
+        && core
+            .addresses
+            .get(server.key())
+            .is_some_and(|slot| slot.owner == me);
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
     let client = cell.address.clone();
     cell.plugins().links_pending += 1;
+    if to_itself {
+        // A server outlives its clients: an actor cannot outlive itself.
+        let error =
+            Error::new(ErrorCode::InvalidArgument).with_context("an actor cannot link to itself");
+        return answered(core, me, server, Err(error));
+    }
     if !core.send_system(
         server,
         SystemMsg::LinkRequest {

@@ -39,7 +39,7 @@ pub enum RestartPolicy {
 pub(crate) type Respawn = Box<dyn FnMut(&mut Core, ParentLink) -> Result<Option<Address>>>;
 
 /// A child's supervision settings, from its builder.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SupervisionConfig {
     pub(crate) policy: RestartPolicy,
     pub(crate) delay: Duration,
@@ -65,9 +65,10 @@ impl Default for SupervisionConfig {
 }
 
 impl SupervisionConfig {
-    /// `true` if anything differs from "never restart, nothing to escalate".
+    /// `true` if any setting differs from the default ("never restart,
+    /// nothing to escalate").
     pub(crate) fn is_set(&self) -> bool {
-        self.policy != RestartPolicy::Never || self.escalate || self.autoshutdown
+        *self != SupervisionConfig::default()
     }
 }
 
