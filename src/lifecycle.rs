@@ -282,31 +282,28 @@ fn init_failed(core: &mut Core, me: Key, error: Error) {
     on_shutdown_request(core, me, reason);
 }
 
-/// The init timer fired.
-pub(crate) fn on_init_timeout(core: &mut Core, me: Key) {
+/// A lifecycle timer fired while the actor is still `during` (initializing or
+/// shutting down): an init not done in time fails; a shutdown not done in
+/// time is a contract violation.
+pub(crate) fn on_lifecycle_timeout(core: &mut Core, me: Key, during: ActorState) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
     if let Some(rare) = cell.rare.as_deref_mut() {
         rare.lifecycle_timer = None;
     }
-    if cell.state == ActorState::Initializing {
-        let error = Error::new(ErrorCode::InitTimeout).with_context(cell.address.to_string());
-        init_failed(core, me, error);
-    }
-}
-
-/// The shutdown timer fired: a contract violation.
-pub(crate) fn on_shutdown_timeout(core: &mut Core, me: Key) {
-    let Some(cell) = core.actors.get_mut(me) else {
+    if cell.state != during {
         return;
-    };
-    if let Some(rare) = cell.rare.as_deref_mut() {
-        rare.lifecycle_timer = None;
     }
-    if cell.state == ActorState::ShuttingDown {
-        let error = Error::new(ErrorCode::ShutdownTimeout).with_context(cell.address.to_string());
-        core.contract_violation(error);
+    let address = cell.address.to_string();
+    if during == ActorState::Initializing {
+        init_failed(
+            core,
+            me,
+            Error::new(ErrorCode::InitTimeout).with_context(address),
+        );
+    } else {
+        core.contract_violation(Error::new(ErrorCode::ShutdownTimeout).with_context(address));
     }
 }
 

@@ -186,9 +186,11 @@ impl System {
                 // Spin a little for mail from other threads before blocking:
                 // a thread that sleeps costs the sender a wake-up syscall and
                 // the receiver a trip through the scheduler.
+                // Yield while spinning: a sender on the same core (or an
+                // oversubscribed machine) gets the CPU it needs to answer.
                 let spin_until = Instant::now() + self.spin;
                 while !self.locality.has_mail() && Instant::now() < spin_until {
-                    std::hint::spin_loop();
+                    std::thread::yield_now();
                 }
                 if self.locality.has_mail() || self.locality.set_parked(true) {
                     self.locality.set_parked(false);

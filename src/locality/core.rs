@@ -2,7 +2,7 @@
 
 use super::Stats;
 use super::shared::{LocalityShared, Remote};
-use crate::actor::ActorCell;
+use crate::actor::{ActorCell, ActorState};
 use crate::address::Address;
 use crate::arena::{Arena, Key, remove_key};
 use crate::error::Error;
@@ -324,8 +324,12 @@ impl Core {
                     }
                     callback(self, owner, TimerId(key));
                 }
-                TimerAction::InitTimeout => lifecycle::on_init_timeout(self, owner),
-                TimerAction::ShutdownTimeout => lifecycle::on_shutdown_timeout(self, owner),
+                TimerAction::InitTimeout => {
+                    lifecycle::on_lifecycle_timeout(self, owner, ActorState::Initializing)
+                }
+                TimerAction::ShutdownTimeout => {
+                    lifecycle::on_lifecycle_timeout(self, owner, ActorState::ShuttingDown)
+                }
                 TimerAction::Request(request) => crate::request::on_timeout(self, request),
                 TimerAction::Restart { slot } => {
                     crate::supervisor::restart::restart_child(self, owner, slot)
