@@ -224,6 +224,20 @@ pub(crate) fn system(core: &mut Core, dest: Key, msg: &SystemMsg) {
     if let SystemMsg::ShutdownRequest { reason } | SystemMsg::ChildDown { reason, .. } = msg {
         let _ = write!(line, "({})", reason.code());
     }
-    let _ = write!(line, "] -> {}", address_name(core, dest));
+    line.push(']');
+    // Messages about a child say which (when it lives here).
+    let child = match msg {
+        SystemMsg::InitConfirm { child, .. }
+        | SystemMsg::ChildDown { child, .. }
+        | SystemMsg::ShutdownTrigger {
+            child: Some((_, child)),
+            ..
+        } => Some(*child),
+        _ => None,
+    };
+    if let Some(key) = child.and_then(|c| c.local_key(core.id())) {
+        let _ = write!(line, " {}", address_name(core, key));
+    }
+    let _ = write!(line, " -> {}", address_name(core, dest));
     core.inspect.emit(&line);
 }

@@ -111,7 +111,8 @@ fn level_two_adds_the_frameworks_own_traffic() {
     let text = scenario(2);
     for framework in [
         "[Init] -> L0/root#1",
-        "[InitConfirm] -> L0/root#1",
+        "[InitConfirm] L0/slow#2 -> L0/root#1",
+        "[InitConfirm] L0/asker#3 -> L0/root#1",
         "[Start] -> L0/asker#3",
     ] {
         assert!(text.contains(framework), "{framework} missing in\n{text}");

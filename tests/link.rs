@@ -125,7 +125,7 @@ fn an_unlink_request_shuts_the_client_down_with_unlink_requested() {
     assert!(
         traffic
             .iter()
-            .any(|l| l == "L0: [ChildDown(unlink requested)] -> L0/sup#3"),
+            .any(|l| l == "L0: [ChildDown(unlink requested)] L0/client#4 -> L0/sup#3"),
         "{traffic:#?}"
     );
     l.shutdown(&root).unwrap();

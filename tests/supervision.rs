@@ -354,7 +354,7 @@ fn autoshutdown_ends_the_supervisor_when_its_child_ends() {
     assert!(
         inspected
             .lines()
-            .contains(&"L0: [ChildDown(normal shutdown)] -> L0/root#1".to_string())
+            .contains(&"L0: [ChildDown(normal shutdown)] L0/sup#2 -> L0/root#1".to_string())
     );
 
     // On a failure: the supervisor's reason is "child down" with the cause.

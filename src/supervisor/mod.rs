@@ -91,6 +91,11 @@ pub(crate) struct ChildId {
 }
 
 impl ChildId {
+    /// The child's address key, if it lives on the locality `locality`.
+    pub(crate) fn local_key(self, locality: u32) -> Option<Key> {
+        (self.locality == locality).then_some(self.key)
+    }
+
     pub(crate) fn of(address: &Address) -> ChildId {
         ChildId {
             locality: address.locality_id(),
