@@ -348,8 +348,8 @@ pub use mio;
 /// The names most programs need: `use commutator::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Actor, ActorState, Address, CancelRequest, Context, Error, ErrorCode, Io, IoGuard,
-        Locality, LocalityHandle, Request, RequestId, RequestMsg, Response, RestartPolicy,
-        Supervisor, SupervisorConfig, System, TimerId,
+        Actor, ActorState, Address, CancelRequest, Context, Error, ErrorCode, InitFailurePolicy,
+        Io, IoGuard, Locality, LocalityHandle, Request, RequestId, RequestMsg, Response,
+        RestartPolicy, SubscriptionId, Supervisor, SupervisorConfig, System, TimerId,
     };
 }
