@@ -68,9 +68,10 @@ pub trait Actor: Sized + 'static {
         let _ = ctx;
     }
 
-    /// Asked once, as the actor goes down, for a supervisor whose restart
-    /// policy is [`RestartPolicy::AskActor`](crate::RestartPolicy::AskActor):
-    /// should a new instance take its place? Default: when it failed.
+    /// Asked once, as the actor goes down: should a new instance take its
+    /// place? Only a supervisor whose restart policy is
+    /// [`RestartPolicy::AskActor`](crate::RestartPolicy::AskActor) heeds the
+    /// answer. Default: when it failed.
     fn should_restart(&self, reason: &Error) -> bool {
         !reason.is_normal()
     }
@@ -350,17 +351,22 @@ pub(crate) fn with_object<R>(
 
 /// The error for a panic in the user code of actor `me` (logged).
 pub(crate) fn panicked(core: &Core, me: Key, payload: &(dyn Any + Send)) -> Error {
-    let what = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".to_string());
+    let what = panic_message(payload);
     let who = core
         .actors
         .get(me)
         .map_or_else(|| "an actor".to_string(), |c| c.address.to_string());
     tracing::error!(actor = %who, panic = %what, "a handler panicked");
     Error::new(ErrorCode::Panicked).with_context(format!("{who}: {what}"))
+}
+
+/// The message a panic carried, if it was a string.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string())
 }
 
 /// Runs user code outside any handler (a factory, a `Drop`), catching a panic.

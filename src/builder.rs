@@ -323,14 +323,23 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
             let why = "a root has no supervisor to restart it or escalate to";
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         }
-        let inherited = parent
-            .and_then(|p| core.actors.get(p))
-            .and_then(|p| p.registry.clone());
+        if supervision.policy != RestartPolicy::Never && supervision.period.is_zero() {
+            let why = "a restart limit needs a period longer than zero";
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+        }
+        // The registry a supervisor keeps for its descendants, else its own.
+        let inherited = parent.and_then(|p| core.actors.get(p)).and_then(|p| {
+            p.supervisor
+                .as_ref()
+                .and_then(|s| s.registry.clone())
+                .or_else(|| p.registry.clone())
+        });
         let name = name.unwrap_or_else(default_name::<A>);
         let settings = Settings {
             name,
             config,
             supervisor,
+            explicit_registry: registry.is_some(),
             registry: registry.or(inherited),
             register_as,
         };

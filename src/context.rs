@@ -257,6 +257,26 @@ impl<'a, A: Actor> Context<'a, A> {
         self.core.create_identity(self.me, label.into())
     }
 
+    /// Removes an identity made with [`create_address`](Context::create_address),
+    /// with every subscription on it; messages to it are dropped from then on.
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`] if it is not an identity of this
+    /// actor (its main address cannot be removed).
+    pub fn remove_address(&mut self, address: &Address) -> Result<()> {
+        let mine = address.locality_id() == self.core.id()
+            && self
+                .cell()
+                .rare
+                .as_deref()
+                .is_some_and(|r| r.identities.contains(&address.key()));
+        if !mine {
+            let why = format!("{address} is not an identity of {}", self.address());
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+        }
+        self.core.remove_identity(self.me, address);
+        Ok(())
+    }
+
     /// Calls `callback` once, `after` from now (the locality's clock).
     ///
     /// Timers fire in deadline order, ties in start order. A method or a
@@ -265,7 +285,7 @@ impl<'a, A: Actor> Context<'a, A> {
     where
         F: FnOnce(&mut A, &mut Context<'_, A>, TimerId) + 'static,
     {
-        let deadline = self.core.now + after;
+        let deadline = self.core.deadline(after);
         let run = move |core: &mut Core, me: Key, id: TimerId| {
             with_actor::<A>(core, me, |a, ctx| callback(a, ctx, id))
         };
@@ -466,7 +486,11 @@ impl<'a, A: Actor> Context<'a, A> {
         let address = self.cell().address.key();
         let guard = crate::io::register(&self.core.io, address, source, interest)?;
         if let Some(cell) = self.core.actors.get_mut(self.me) {
-            cell.plugins().io.push(guard.id().0);
+            // Forget the sources whose guards were dropped meanwhile.
+            let table = self.core.io.borrow();
+            let io = &mut cell.plugins().io;
+            io.retain(|key| table.contains(*key));
+            io.push(guard.id().0);
         }
         Ok(guard)
     }

@@ -142,6 +142,10 @@ impl IoTable {
         self.slots.get(key).map(|slot| (IoId(key), slot.address))
     }
 
+    pub(crate) fn contains(&self, key: Key) -> bool {
+        self.slots.contains(key)
+    }
+
     /// Stops routing the events of `keys` (their actor is gone).
     pub(crate) fn forget(&mut self, keys: impl IntoIterator<Item = Key>) {
         for key in keys {

@@ -245,8 +245,8 @@
 //! - **Failures are values.** Every end has a reason with its chain of
 //!   causes; a shutdown that overruns its timeout is a contract violation,
 //!   which stops the locality unless [`Locality::on_contract_violation`] says
-//!   otherwise. A panic in a handler is not caught: it unwinds out of
-//!   `dispatch` (or `run`).
+//!   otherwise. A panic in user code (a handler, a hook, a timer, a factory)
+//!   is caught and becomes a failure of that actor (`ErrorCode::Panicked`).
 //!
 //! `docs/guarantees.md` states each one precisely, with its limits.
 //!

@@ -175,6 +175,55 @@ impl Remote for SysEnvelope {
     fn localize(self: Box<Self>, core: &mut Core) {
         core.enqueue(*self);
     }
+
+    /// Framework traffic to a closed locality: answer what someone waits for.
+    fn refuse(self: Box<Self>) {
+        let gone = || Error::new(ErrorCode::LocalityFinished);
+        match self.msg {
+            SystemMsg::LinkRequest { client, server } => {
+                let result = Err(gone().with_context(format!("{server}'s locality has finished")));
+                post(
+                    &client.clone(),
+                    SystemMsg::LinkResponse {
+                        server,
+                        client,
+                        result,
+                    },
+                );
+            }
+            SystemMsg::UnlinkRequest { server, client } => {
+                post(&server, SystemMsg::UnlinkNotify { client })
+            }
+            SystemMsg::ExternalSubscribe { subscriber, .. } => post(
+                &subscriber.clone(),
+                SystemMsg::ExternalSubscribed {
+                    subscriber,
+                    remote: None,
+                    target: None,
+                },
+            ),
+            SystemMsg::ExternalUnsubscribe { subscriber, .. } => post(
+                &subscriber.clone(),
+                SystemMsg::ExternalUnsubscribed { subscriber },
+            ),
+            SystemMsg::ChildSpawned {
+                result: Ok(child), ..
+            } => {
+                let reason =
+                    Error::new(ErrorCode::SupervisorShutdown).with_context("supervisor is gone");
+                post(&child, SystemMsg::ShutdownRequest { reason });
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Posts framework traffic from outside any locality (a closing one).
+fn post(to: &Address, msg: SystemMsg) {
+    to.0.locality.post(Box::new(SysEnvelope {
+        dest: to.key(),
+        msg,
+    }));
 }
 
 fn state(core: &Core, me: Key) -> Option<ActorState> {
@@ -203,7 +252,7 @@ fn arm_lifecycle_timer(
 ) {
     disarm_lifecycle_timer(core, me);
     if let Some(after) = timeout {
-        let key = core.timers.start(core.now + after, me, action);
+        let key = core.timers.start(core.deadline(after), me, action);
         if let Some(cell) = core.actors.get_mut(me) {
             cell.rare().lifecycle_timer = Some(key);
         }

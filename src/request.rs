@@ -268,7 +268,7 @@ pub(crate) fn send<R: Request>(
     let key = core.requests.insert(pending);
     let timer = core
         .timers
-        .start(core.now + timeout, me, TimerAction::Request(key));
+        .start(core.deadline(timeout), me, TimerAction::Request(key));
     if let Some(p) = core.requests.get_mut(key) {
         p.timer = timer;
     }
@@ -367,31 +367,28 @@ fn settle<R: Request>(core: &mut Core, key: Key, pending: PendingRequest, outcom
     };
     let id = RequestId(key);
     let server = pending.server;
-    let error = match outcome {
-        Outcome::Timeout => Error::new(ErrorCode::RequestTimeout).with_context(server.to_string()),
-        Outcome::Cancelled => Error::new(ErrorCode::Cancelled).with_context(server.to_string()),
-        Outcome::RequesterGone => {
-            let cancel = CancelRequest::<R> {
-                id,
-                reply_to: pending.reply_to,
-                _request: PhantomData,
-            };
-            core.send(&server, Key::NONE, cancel);
-            return;
-        }
+    // However it ends without a reply, the server is told: it may stop working
+    // on it (a registry drops a waiting discovery, say).
+    let cancel = CancelRequest::<R> {
+        id,
+        reply_to: pending.reply_to.clone(),
+        _request: PhantomData,
     };
-    if let Outcome::Cancelled = outcome {
-        let cancel = CancelRequest::<R> {
-            id,
-            reply_to: pending.reply_to.clone(),
-            _request: PhantomData,
-        };
-        core.send(&server, pending.requester, cancel);
-    }
+    let sender = if let Outcome::Cancelled = outcome {
+        pending.requester
+    } else {
+        Key::FRAMEWORK
+    };
+    core.send(&server, sender, cancel);
+    let code = match outcome {
+        Outcome::Timeout => ErrorCode::RequestTimeout,
+        Outcome::Cancelled => ErrorCode::Cancelled,
+        Outcome::RequesterGone => return,
+    };
     let response = Response {
         id,
         request,
-        result: Err(error),
+        result: Err(Error::new(code).with_context(server.to_string())),
     };
     core.enqueue(ReplyEnvelope {
         dest: pending.reply_to.key(),

@@ -13,6 +13,7 @@ use crate::registry::Registry;
 use crate::supervisor::{SupervisorConfig, SupervisorState};
 use smallvec::SmallVec;
 use std::borrow::Cow;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -25,6 +26,8 @@ pub(crate) struct Settings {
     pub(crate) config: ActorConfig,
     pub(crate) supervisor: Option<SupervisorConfig>,
     pub(crate) registry: Option<Address>,
+    /// The registry was given on the builder (not inherited).
+    pub(crate) explicit_registry: bool,
     pub(crate) register_as: Vec<Cow<'static, str>>,
 }
 
@@ -78,7 +81,14 @@ pub(crate) fn spawn_instance<A: Actor>(
             .name("registry")
             .finish()?;
         if let Some(cell) = core.actors.get_mut(me) {
-            cell.registry = Some(registry);
+            // The new registry serves the descendants; the supervisor itself
+            // uses it too, unless it was given one of its own.
+            if !s.explicit_registry {
+                cell.registry = Some(registry.clone());
+            }
+            if let Some(sup) = cell.supervisor.as_deref_mut() {
+                sup.registry = Some(registry);
+            }
         }
     }
     Ok(address)
@@ -101,6 +111,23 @@ struct SpawnRequest {
 }
 
 impl Remote for SpawnRequest {
+    /// The locality closed before making the child: tell its supervisor.
+    fn refuse(self: Box<Self>) {
+        let result = Err(Error::new(ErrorCode::LocalityFinished)
+            .with_context("the child's locality has finished"));
+        let msg = SystemMsg::ChildSpawned {
+            slot: self.slot,
+            result,
+        };
+        self.parent
+            .0
+            .locality
+            .post(Box::new(crate::lifecycle::SysEnvelope {
+                dest: self.parent.key(),
+                msg,
+            }));
+    }
+
     fn localize(self: Box<Self>, core: &mut Core) {
         let SpawnRequest {
             parent,
@@ -108,15 +135,25 @@ impl Remote for SpawnRequest {
             make,
             _keep,
         } = *self;
-        core.anchor();
-        let result = make(
-            core,
-            ParentLink {
-                address: parent.clone(),
-                slot,
-            },
-        );
-        if result.is_err() {
+        // A child of a supervisor elsewhere keeps this locality alive (its
+        // shutdown unanchors it); one of a supervisor here does not.
+        let foreign = parent.locality_id() != core.id();
+        if foreign {
+            core.anchor();
+        }
+        let link = ParentLink {
+            address: parent.clone(),
+            slot,
+        };
+        // The factory is user code: a panic there is a failed spawn.
+        let result = match catch_unwind(AssertUnwindSafe(|| make(core, link))) {
+            Ok(result) => result,
+            Err(payload) => Err(Error::new(ErrorCode::Panicked).with_context(format!(
+                "the factory of a child of {parent}: {}",
+                crate::actor::panic_message(payload.as_ref())
+            ))),
+        };
+        if result.is_err() && foreign {
             core.unanchor(None);
         }
         core.send_system(&parent, SystemMsg::ChildSpawned { slot, result });
@@ -154,6 +191,6 @@ pub(crate) fn spawn_elsewhere<A: Actor>(
     if handle.shared.post(Box::new(request)) {
         Ok(())
     } else {
-        Err(Error::new(ErrorCode::LocalityFinished).with_context(handle.name().to_string()))
+        Err(handle.shared.finished_error())
     }
 }

@@ -218,7 +218,14 @@ fn no_reply_in_time_gives_exactly_one_timeout_at_the_deadline() {
     assert!(w.log().is_empty(), "nothing before the deadline");
     w.at(50);
     w.at(500);
-    assert_eq!(w.log(), ["account 1: request timeout at 50"]);
+    // The server is told that nobody waits any more; the requester gets the timeout.
+    assert_eq!(
+        w.log(),
+        [
+            "bank: cancelled request#0",
+            "account 1: request timeout at 50"
+        ]
+    );
     assert_eq!(w.locality.stats().requests, 0);
 }
 
@@ -229,7 +236,14 @@ fn a_late_reply_is_dropped_silently() {
     w.at(60);
     w.locality.send(&w.bank, Flush).unwrap();
     w.at(70);
-    assert_eq!(w.log(), ["account 1: request timeout at 50"]);
+    // The server is told that nobody waits any more; the requester gets the timeout.
+    assert_eq!(
+        w.log(),
+        [
+            "bank: cancelled request#0",
+            "account 1: request timeout at 50"
+        ]
+    );
     assert_eq!(w.locality.stats().dropped_late_replies, 1);
 }
 
@@ -302,8 +316,8 @@ fn a_request_to_an_address_nobody_serves_times_out() {
     assert_eq!(*log.borrow(), ["account 1: request timeout at 30"]);
     assert_eq!(
         l.stats().dropped_unsubscribed,
-        1,
-        "the request itself was dropped"
+        2,
+        "the request itself was dropped, and so was the cancellation that followed the timeout"
     );
 }
 
@@ -321,7 +335,13 @@ fn concurrent_requests_complete_in_deadline_order() {
         .iter()
         .map(|(a, ms)| format!("account {a}: request timeout at {ms}"))
         .collect();
-    assert_eq!(w.log(), expected);
+    let timeouts: Vec<String> = w
+        .log()
+        .into_iter()
+        .filter(|l| l.starts_with("account"))
+        .collect();
+    assert_eq!(timeouts, expected);
+    assert_eq!(w.log().len(), 200, "and the bank was told of each one");
     assert_eq!(
         (w.locality.stats().requests, w.locality.stats().timers),
         (0, 0)

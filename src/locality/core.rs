@@ -16,7 +16,7 @@ use crate::timer::{TimerAction, TimerId, Timers};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The state of a locality, handed to handlers through [`Context`](crate::Context).
 pub(crate) struct Core {
@@ -88,6 +88,13 @@ impl Core {
 
     pub(crate) fn name(&self) -> &str {
         &self.shared.name
+    }
+
+    /// `after` from now; a duration too long for the clock (`Duration::MAX`)
+    /// saturates to a century from now, so it never panics.
+    pub(crate) fn deadline(&self, after: Duration) -> Instant {
+        const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+        self.now.checked_add(after.min(CENTURY)).unwrap_or(self.now)
     }
 
     pub(crate) fn next_seq(&mut self) -> u64 {
@@ -265,6 +272,22 @@ impl Core {
                     restart: false,
                 };
                 notes.push((parent.address.clone(), down));
+            }
+            // Its children elsewhere: their supervisor is going away.
+            let children = cell.supervisor.iter().flat_map(|s| s.children.iter());
+            for (_, record) in children {
+                if let Some(child) = record
+                    .address
+                    .as_ref()
+                    .filter(|a| a.locality_id() != self.id())
+                {
+                    let reason = Error::new(crate::error::ErrorCode::SupervisorShutdown)
+                        .caused_by(error.clone());
+                    notes.push((
+                        child.clone(),
+                        lifecycle::SystemMsg::ShutdownRequest { reason },
+                    ));
+                }
             }
             for server in cell.plugins_ref().into_iter().flat_map(|p| &p.servers) {
                 if server.locality_id() != self.id() {

@@ -164,7 +164,7 @@ impl Locality {
             return Err(Error::new(ErrorCode::TokenClash)
                 .with_context(format!("token {} is reserved", token.0)));
         }
-        if self.waker_token.is_some() || self.core.shared.has_waker() {
+        if self.waker_token.is_some() {
             return Err(Error::new(ErrorCode::AlreadyRegisteredOnPoll)
                 .with_context(self.name().to_string()));
         }
@@ -328,8 +328,7 @@ impl Locality {
     /// supervisor with [`Builder::supervisor`] to give it children.
     pub fn spawn_root<A: Actor>(&mut self, actor: A) -> Builder<'_, A> {
         if self.is_finished() {
-            let error =
-                Error::new(ErrorCode::LocalityFinished).with_context(self.name().to_string());
+            let error = self.core.shared.finished_error();
             return Builder::with_parent(&mut self.core, Parent::Invalid(error), actor);
         }
         Builder::new(&mut self.core, None, actor)
@@ -400,14 +399,15 @@ impl Locality {
         message: M,
     ) -> Result<(), SendError<M>> {
         if self.is_finished() {
-            let error =
-                Error::new(ErrorCode::LocalityFinished).with_context(self.name().to_string());
+            let error = self.core.shared.finished_error();
             return Err(SendError { message, error });
         }
         if to.locality_id() != self.core.id() {
             // Another locality's inbox: handed back if it has finished.
             return to.0.locality.post_user(to.key(), Key::NONE, message);
         }
+        // What this thread posted with `Address::send` before comes first.
+        self.core.drain_mail();
         self.core.send(to, Key::NONE, message);
         Ok(())
     }

@@ -12,6 +12,10 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 /// Something posted from another thread, made local again by the receiving locality.
 pub(crate) trait Remote: Any + Send {
     fn localize(self: Box<Self>, core: &mut Core);
+
+    /// The locality closed with this still in its inbox: answer for the
+    /// missing actor where somebody waits for an answer (by default, nobody).
+    fn refuse(self: Box<Self>) {}
 }
 
 struct Inbox {
@@ -62,6 +66,11 @@ impl LocalityShared {
         self.inbox.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The error for anything refused because this locality has finished.
+    pub(crate) fn finished_error(&self) -> Error {
+        Error::new(ErrorCode::LocalityFinished).with_context(self.name.clone())
+    }
+
     /// Posts a user message from any thread; hands it back if the locality has finished.
     /// `sender` is `Key::REMOTE` for an actor elsewhere, `Key::NONE` from outside any actor.
     pub(crate) fn post_user<M: Send + 'static>(
@@ -72,7 +81,7 @@ impl LocalityShared {
     ) -> Result<(), SendError<M>> {
         let mut inbox = self.lock();
         if inbox.closed {
-            let error = Error::new(ErrorCode::LocalityFinished).with_context(self.name.clone());
+            let error = self.finished_error();
             return Err(SendError { message, error });
         }
         inbox.items.push(Box::new(UserEnvelope {
@@ -124,7 +133,10 @@ impl LocalityShared {
     /// Wakes the loop, unless a wake is already pending or the loop is
     /// running (it will see the mail before it blocks).
     pub(crate) fn wake(&self) {
-        if !self.wake_pending.swap(true, Ordering::SeqCst)
+        // A plain load first: with a wake already pending (a busy receiver),
+        // the sender skips the read-modify-write.
+        if !self.wake_pending.load(Ordering::SeqCst)
+            && !self.wake_pending.swap(true, Ordering::SeqCst)
             && self.parked.load(Ordering::SeqCst)
             && let Some(waker) = self.waker.get()
             && let Err(e) = waker.wake()
@@ -155,10 +167,6 @@ impl LocalityShared {
         self.waker.set(waker).is_ok()
     }
 
-    pub(crate) fn has_waker(&self) -> bool {
-        self.waker.get().is_some()
-    }
-
     /// Refuses everything from now on and drops what is queued.
     pub(crate) fn close(&self) {
         let items = {
@@ -166,7 +174,9 @@ impl LocalityShared {
             inbox.closed = true;
             std::mem::take(&mut inbox.items)
         };
-        drop(items);
+        for item in items {
+            item.refuse();
+        }
     }
 
     /// Closes the inbox if nothing waits in it (at once, under its lock, so

@@ -56,11 +56,20 @@ struct Forward<M> {
 impl<M: Clone + Send + 'static> Install for Forward<M> {
     fn install(self: Box<Self>, core: &mut Core, address: Key) -> Option<Key> {
         let Forward { to, identity, .. } = *self;
-        let forward: HandlerFn<M> = Rc::new(move |_: &mut Core, _: Key, message: &M| {
-            // A finished subscriber locality refuses it: dropped by design.
-            let _ = to.post_user(identity, Key::REMOTE, message.clone());
+        let own = Rc::new(std::cell::Cell::new(Key::NONE));
+        let this = own.clone();
+        let forward: HandlerFn<M> = Rc::new(move |core: &mut Core, _: Key, message: &M| {
+            // The subscriber's locality has finished: nobody will hear it again.
+            if to
+                .post_user(identity, Key::REMOTE, message.clone())
+                .is_err()
+            {
+                subscription::unsubscribe(core, this.get());
+            }
         });
-        subscription::subscribe(core, address, Key::NONE, forward)
+        let sub = subscription::subscribe(core, address, Key::NONE, forward)?;
+        own.set(sub);
+        Some(sub)
     }
 }
 

@@ -17,21 +17,19 @@ use crate::plugin::{PluginState, Vote};
 
 /// Client side: asks `server` for a link.
 pub(crate) fn request(core: &mut Core, me: Key, server: &Address) {
-    let to_itself = server.locality_id() == core.id()
-        && core
-            .addresses
-            .get(server.key())
-            .is_some_and(|slot| slot.owner == me);
+    let refused = outlived_by(core, me, server);
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
     let client = cell.address.clone();
     cell.plugins().links_pending += 1;
-    if to_itself {
-        // A server outlives its clients: an actor cannot outlive itself.
-        let error =
-            Error::new(ErrorCode::InvalidArgument).with_context("an actor cannot link to itself");
-        return answered(core, me, server, Err(error));
+    if let Some(why) = refused {
+        return answered(
+            core,
+            me,
+            server,
+            Err(Error::new(ErrorCode::InvalidArgument).with_context(why)),
+        );
     }
     if !core.send_system(
         server,
@@ -44,6 +42,30 @@ pub(crate) fn request(core: &mut Core, me: Key, server: &Address) {
             Error::new(ErrorCode::LinkFailed).with_context(format!("{server}: locality finished"));
         answered(core, me, server, Err(error));
     }
+}
+
+/// Why `me` may not link to `server`: a server outlives its clients, but an
+/// actor cannot outlive itself, and a supervisor outlives its descendants.
+fn outlived_by(core: &Core, me: Key, server: &Address) -> Option<&'static str> {
+    if server.locality_id() != core.id() {
+        return None; // a descendant elsewhere is not detected
+    }
+    let mut actor = core.addresses.get(server.key())?.owner;
+    if actor == me {
+        return Some("an actor cannot link to itself");
+    }
+    while let Some(parent) = core.actors.get(actor)?.parent.as_ref() {
+        if parent.address.locality_id() != core.id() {
+            return None;
+        }
+        actor = core.addresses.get(parent.address.key())?.owner;
+        if actor == me {
+            return Some(
+                "a supervisor cannot link to its own descendant (it waits for it at shutdown)",
+            );
+        }
+    }
+    None
 }
 
 /// Server side: a client asks for a link (to `server`, one of this actor's addresses).
@@ -82,15 +104,11 @@ fn answered(core: &mut Core, me: Key, server: &Address, result: Result<(), Error
     match result {
         Ok(()) => plugins.servers.push(server.clone()),
         Err(error) => {
+            // During init, the init fails; afterwards, the actor is shut down.
             let error = Error::new(ErrorCode::LinkFailed)
                 .with_context(server.to_string())
                 .caused_by(error);
-            if state <= ActorState::Initializing {
-                plugins.failure.get_or_insert(error);
-            } else {
-                lifecycle::request_own_shutdown(core, me, error);
-                return;
-            }
+            return lifecycle::fail(core, me, error);
         }
     }
     if state == ActorState::Initializing {

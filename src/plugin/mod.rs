@@ -1,19 +1,19 @@
 //! Plugins: the votes that decide when an actor has finished initializing or
 //! shutting down.
 //!
-//! Init polls the votes in this order, shutdown in the reverse order; the
-//! first vote that is not [`Vote::Ready`] holds the actor in its state (or
-//! fails it):
+//! Init asks, in this order, and stops at the first vote that is not
+//! [`Vote::Ready`] (it holds the actor in its state, or fails it): registry
+//! (`registry.rs`: names registered, discoveries answered), link client
+//! (`link.rs`: every link confirmed), resources (`resources.rs`: none held),
+//! child manager (`supervisor`: every child initialized), user plugins in the
+//! order added.
 //!
-//! | # | plugin | init: ready when | shutdown: ready when |
-//! |---|---|---|---|
-//! | 1 | registry (`registry.rs`) | names registered, discoveries answered | (names deregistered on the way out) |
-//! | 2 | link client (`link.rs`) | every link confirmed | (servers told of the unlink) |
-//! | 3 | resources (`resources.rs`) | no resource held | no resource held |
-//! | 4 | child manager (`supervisor.rs`) | every child initialized | every child shut down |
-//! | 5 | user plugins, in the order added | each votes `Ready` | each votes `Ready` (reverse order) |
-//! | 6 | external subscriptions (`external.rs`) | always | every one confirmed gone |
-//! | 7 | link server (`link.rs`) | always | every linked client has unlinked |
+//! Shutdown asks, in this order: user plugins (last added first), child
+//! manager (every child shut down), resources (none held), external
+//! subscriptions (`external.rs`: every one confirmed gone), link server
+//! (`link.rs`: every linked client has unlinked). The registry and link client
+//! hold nothing at shutdown: names are deregistered when it starts, servers
+//! are told of the unlink when the actor is gone.
 //!
 //! Built-in votes are checks of the actor's plugin state (absent until an
 //! actor uses a plugin), so an actor that uses none pays nothing. User plugins
@@ -133,8 +133,6 @@ pub(crate) struct PluginState {
     pub(crate) io: SmallVec<[Key; 1]>,
     /// Resources: held counts by kind.
     pub(crate) resources: SmallVec<[(u32, u32); 2]>,
-    /// The first failure a built-in plugin reported during init.
-    pub(crate) failure: Option<Error>,
 }
 
 /// Counts the init votes of actor `me`, in plugin order.
@@ -143,9 +141,6 @@ pub(crate) fn init_vote(core: &mut Core, me: Key) -> Vote {
         return Vote::Pending;
     };
     if let Some(plugins) = cell.plugins_ref() {
-        if let Some(failure) = &plugins.failure {
-            return Vote::Failed(failure.clone());
-        }
         for vote in [
             registry::init_vote(plugins),
             link::init_vote(plugins),

@@ -6,7 +6,7 @@
 //! `UnknownService`) fails the init. Registered names are deregistered when
 //! the actor shuts down.
 
-use crate::actor::{Actor, ActorState};
+use crate::actor::Actor;
 use crate::address::Address;
 use crate::arena::Key;
 use crate::context::Context;
@@ -23,24 +23,20 @@ use std::time::Duration;
 /// How long a registry request may wait when the actor has no init timeout.
 const NO_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// Registers the actor's main address under `name`.
 pub(crate) fn register<A: Actor>(ctx: &mut Context<'_, A>, name: Cow<'static, str>) {
     let address = ctx.address().clone();
     let name = name.into_owned();
-    let payload = Register {
-        name: name.clone(),
-        address,
-    };
+    // Recorded now, not on success: if the actor goes before the answer, its
+    // `Deregister` follows the `Register` (per-sender order) and undoes it;
+    // a refused name is left alone (`Deregister` checks the address).
+    if let Some(cell) = ctx.core.actors.get_mut(ctx.me) {
+        cell.plugins().names.push(name.clone());
+    }
+    let payload = Register { name, address };
     ask(
         ctx,
         payload,
-        move |_: &mut A, result: Result<&(), &Error>, ctx: &mut Context<'_, A>| {
-            if result.is_ok()
-                && let Some(cell) = ctx.core.actors.get_mut(ctx.me)
-            {
-                cell.plugins().names.push(name.clone());
-            }
-        },
+        |_: &mut A, _: Result<&(), &Error>, _: &mut Context<'_, A>| {},
     );
 }
 
@@ -87,7 +83,7 @@ where
     let Some(registry) = cell.registry.clone() else {
         let error = Error::new(ErrorCode::UnknownService)
             .with_context("no registry: build a supervisor `with_registry()`");
-        return failed(ctx.core, me, error);
+        return lifecycle::fail(ctx.core, me, error);
     };
     let timeout = cell.config().init_timeout.unwrap_or(NO_TIMEOUT);
     cell.plugins().registry_pending += 1;
@@ -102,24 +98,11 @@ where
         done(actor, r.result(), ctx);
         match r.result() {
             Ok(_) => lifecycle::to_self(ctx.core, ctx.me, lifecycle::SystemMsg::Poll),
-            Err(error) => failed(ctx.core, ctx.me, error.clone()),
+            Err(error) => lifecycle::fail(ctx.core, ctx.me, error.clone()),
         }
     };
     if ctx.subscribe_on(&reply_to, on_answer).is_ok() {
         let _ = ctx.request_via(&reply_to, &registry, payload, timeout);
-    }
-}
-
-/// A registry failure: fails the init, or shuts the actor down after it.
-fn failed(core: &mut Core, me: Key, error: Error) {
-    let Some(cell) = core.actors.get_mut(me) else {
-        return;
-    };
-    if cell.state <= ActorState::Initializing {
-        cell.plugins().failure.get_or_insert(error);
-        lifecycle::to_self(core, me, lifecycle::SystemMsg::Poll);
-    } else {
-        lifecycle::request_own_shutdown(core, me, error);
     }
 }
 

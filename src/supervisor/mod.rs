@@ -131,6 +131,8 @@ pub(crate) struct SupervisorState {
     pub(crate) config: SupervisorConfig,
     pub(crate) children: Slab<ChildRecord>,
     pub(crate) initializing: usize,
+    /// The registry this supervisor made for its descendants (`with_registry`).
+    pub(crate) registry: Option<Address>,
 }
 
 impl SupervisorState {
@@ -139,6 +141,7 @@ impl SupervisorState {
             config,
             children: Slab::new(),
             initializing: 0,
+            registry: None,
         }
     }
 

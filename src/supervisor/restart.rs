@@ -220,7 +220,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
             sup.initializing += 1;
             let timer = core
                 .timers
-                .start(now + delay, me, TimerAction::Restart { slot });
+                .start(core.deadline(delay), me, TimerAction::Restart { slot });
             if let Some(record) = core
                 .actors
                 .get_mut(me)
@@ -263,6 +263,9 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
                 lifecycle::request_own_shutdown(core, me, why);
             } else if my_state == ActorState::Initializing {
                 lifecycle::try_init(core, me);
+            } else if my_state == ActorState::Operational {
+                // One child fewer to wait for: a synchronized start may go on.
+                crate::supervisor::start_children(core, me);
             }
         }
     }
