@@ -324,6 +324,9 @@ impl Coverage {
                 Ev::Reason { reason, .. } if reason.code() == ErrorCode::UnlinkRequested => {
                     "an unlink"
                 }
+                Ev::Reason { reason, .. } if reason.code() == ErrorCode::Panicked => {
+                    "a caught panic"
+                }
                 Ev::Reason { reason, .. } if reason.code() == ErrorCode::InitTimeout => {
                     "an init timeout"
                 }

@@ -651,7 +651,7 @@ impl Checker<'_> {
         let linked_to =
             |server: Option<&str>| server.is_some_and(|s| i.linking.iter().any(|l| l == s));
         match e.code() {
-            ErrorCode::Failure => {
+            ErrorCode::Failure | ErrorCode::Panicked => {
                 if i.failed.contains(e) {
                     Ok(())
                 } else {
@@ -668,7 +668,7 @@ impl Checker<'_> {
                 about_me()?;
                 let cause = e.cause().ok_or("no cause")?;
                 let fine = match cause.code() {
-                    ErrorCode::Failure => i.failed.contains(cause),
+                    ErrorCode::Failure | ErrorCode::Panicked => i.failed.contains(cause),
                     ErrorCode::LinkFailed => linked_to(cause.context()),
                     ErrorCode::AlreadyRegistered => node.register_as.is_some(),
                     ErrorCode::UnknownService => node.links.iter().any(|l| l.discover),

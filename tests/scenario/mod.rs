@@ -155,6 +155,8 @@ pub enum Init {
 pub enum Action {
     /// `ctx.fail` with a tagged failure.
     Crash,
+    /// A panic in the handler (the framework turns it into a failure).
+    Panic,
     /// `ctx.shutdown()`.
     Quit,
     /// `ctx.shutdown_supervisor()`.
@@ -344,7 +346,9 @@ impl Scenario {
                 && n.register_as.is_none_or(|r| r == n.id)
                 && n.scripts.iter().all(|s| {
                     matches!(s.init, Init::Ready | Init::Delay(_))
-                        && s.actions.iter().all(|(_, a)| *a != Action::Crash)
+                        && s.actions
+                            .iter()
+                            .all(|(_, a)| !matches!(a, Action::Crash | Action::Panic))
                 })
         })
     }
@@ -364,7 +368,8 @@ impl Scenario {
                 if matches!(s.init, Init::Fail | Init::FailAfter(_)) {
                     s.init = Init::Ready;
                 }
-                s.actions.retain(|(_, a)| *a != Action::Crash);
+                s.actions
+                    .retain(|(_, a)| !matches!(a, Action::Crash | Action::Panic));
             }
         }
         self
@@ -514,7 +519,8 @@ impl Script {
             let at = rng.range(0, 100);
             let to = rng.below(nodes as u64) as usize;
             let action = match rng.below(100) {
-                0..14 => Action::Crash,
+                0..10 => Action::Crash,
+                10..14 => Action::Panic,
                 14..22 => Action::Quit,
                 22..26 => Action::StopSupervisor,
                 26..52 => Action::Send {
@@ -675,6 +681,7 @@ impl fmt::Display for Script {
             write!(f, "; +{at}ms ")?;
             match a {
                 Action::Crash => write!(f, "crash")?,
+                Action::Panic => write!(f, "panic")?,
                 Action::Quit => write!(f, "quit")?,
                 Action::StopSupervisor => write!(f, "stop its supervisor")?,
                 Action::Send { to, count } => write!(f, "send {count} to n{to}")?,
@@ -702,4 +709,22 @@ impl fmt::Display for Script {
         }
         Ok(())
     }
+}
+
+/// Silences the panics the scenarios inject (`u<n> panic`); any other panic
+/// still prints. Installed once per test binary.
+pub fn quiet_injected_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let injected = info
+                .payload()
+                .downcast_ref::<String>()
+                .is_some_and(|m| m.ends_with(" panic"));
+            if !injected {
+                default(info);
+            }
+        }));
+    });
 }

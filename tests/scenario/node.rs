@@ -361,6 +361,20 @@ impl Node {
     fn act(&mut self, ctx: &mut Context<'_, Self>, action: Action) {
         match action {
             Action::Crash => self.fail(ctx, "crash"),
+            Action::Panic => {
+                // Logged as the failure the framework will make of it.
+                let what = format!("u{} panic", self.uid);
+                let error = Error::new(ErrorCode::Panicked)
+                    .with_context(format!("{}: {what}", ctx.address()));
+                self.log(
+                    ctx,
+                    Ev::Failed {
+                        uid: self.uid,
+                        error,
+                    },
+                );
+                panic!("{what}");
+            }
             Action::Quit => ctx.shutdown(),
             Action::StopSupervisor => ctx.shutdown_supervisor(),
             Action::Send { to, count } => {

@@ -56,6 +56,7 @@ fn violation_handler(env: &Arc<Env>, l: &mut Locality) {
 /// Runs the scenario with every locality on this thread, on a manual clock
 /// that jumps from one timer deadline to the next.
 pub fn run_manual(scenario: &Scenario) -> Outcome {
+    super::quiet_injected_panics();
     let t0 = Instant::now();
     let env = Env::new(scenario.clone(), Duration::from_millis(1), true, t0);
     let mut ls: Vec<Locality> = (0..scenario.localities)
@@ -169,6 +170,7 @@ pub fn run_threads(
     watchdog: Duration,
     deadline: Duration,
 ) -> Outcome {
+    super::quiet_injected_panics();
     let env = Env::new(scenario.clone(), scale, false, Instant::now());
     let k = scenario.localities;
     let (handle_tx, handle_rx) = mpsc::channel::<(usize, LocalityHandle)>();
