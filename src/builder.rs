@@ -522,11 +522,7 @@ fn add_child(
         supervision,
         restart_timer: None,
     };
-    let sup = core
-        .actors
-        .get_mut(parent)
-        .and_then(|c| c.supervisor.as_deref_mut())
-        .expect("checked by prepare");
+    let sup = crate::supervisor::sup_mut(core, parent).expect("checked by prepare");
     let inserted = sup.children.insert(record);
     debug_assert_eq!(
         inserted, slot,

@@ -458,21 +458,17 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         return;
     };
     let subscriptions = std::mem::take(&mut cell.subscriptions);
-    let timers = cell
-        .rare
-        .as_deref_mut()
-        .map(|r| std::mem::take(&mut r.timers))
-        .unwrap_or_default();
-    let requests = cell
-        .rare
-        .as_deref_mut()
-        .map(|r| std::mem::take(&mut r.requests))
-        .unwrap_or_default();
-    let identities = cell
-        .rare
-        .as_deref_mut()
-        .map(|r| std::mem::take(&mut r.identities))
-        .unwrap_or_default();
+    let (timers, requests, identities) = match cell.rare.as_deref_mut() {
+        Some(rare) => {
+            let take = std::mem::take;
+            (
+                take(&mut rare.timers),
+                take(&mut rare.requests),
+                take(&mut rare.identities),
+            )
+        }
+        None => Default::default(),
+    };
     let main = cell.address.key();
     for sub in subscriptions {
         crate::subscription::unsubscribe(core, sub);

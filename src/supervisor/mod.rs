@@ -162,7 +162,8 @@ pub(crate) fn shutdown_ready(cell: &ActorCell) -> bool {
         .is_none_or(|s| s.children.is_empty())
 }
 
-fn sup_mut(core: &mut Core, me: Key) -> Option<&mut SupervisorState> {
+/// The child manager of supervisor `me`, if it is one and still here.
+pub(crate) fn sup_mut(core: &mut Core, me: Key) -> Option<&mut SupervisorState> {
     core.actors.get_mut(me)?.supervisor.as_deref_mut()
 }
 

@@ -9,7 +9,7 @@ use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lifecycle;
 use crate::locality::Core;
-use crate::supervisor::{ChildId, ChildState, InitFailurePolicy};
+use crate::supervisor::{ChildId, ChildState, InitFailurePolicy, sup_mut};
 use crate::timer::TimerAction;
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -156,10 +156,7 @@ pub(crate) fn on_child_down(
     reason: Error,
     actor_says: bool,
 ) {
-    let is_child = core
-        .actors
-        .get_mut(me)
-        .and_then(|c| c.supervisor.as_deref_mut())
+    let is_child = sup_mut(core, me)
         .and_then(|s| s.child_mut(slot, child))
         .is_some();
     if is_child {
@@ -221,12 +218,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
             let timer = core
                 .timers
                 .start(core.deadline(delay), me, TimerAction::Restart { slot });
-            if let Some(record) = core
-                .actors
-                .get_mut(me)
-                .and_then(|c| c.supervisor.as_deref_mut())
-                .and_then(|s| s.children.get_mut(slot))
-            {
+            if let Some(record) = sup_mut(core, me).and_then(|s| s.children.get_mut(slot)) {
                 record.restart_timer = Some(timer);
             }
         }
@@ -304,11 +296,7 @@ pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize) {
         Ok(result) => result,
         Err(payload) => Err(crate::actor::panicked(core, me, payload.as_ref())),
     };
-    let Some(sup) = core
-        .actors
-        .get_mut(me)
-        .and_then(|c| c.supervisor.as_deref_mut())
-    else {
+    let Some(sup) = sup_mut(core, me) else {
         return;
     };
     let Some(record) = sup.children.get_mut(slot) else {
