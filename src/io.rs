@@ -25,14 +25,8 @@ use std::ops::{Deref, DerefMut};
 use std::rc::Rc;
 
 /// Names one registered source: [`IoGuard::id`], carried by each [`Io`].
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct IoId(pub(crate) Key);
-
-impl fmt::Debug for IoId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "IoId({:?})", self.0)
-    }
-}
 
 impl fmt::Display for IoId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

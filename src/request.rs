@@ -106,14 +106,8 @@ pub trait Request: Send + Sync + 'static {
 /// [`Context::request`](crate::Context::request), carried by its
 /// [`RequestMsg`], [`Response`] and [`CancelRequest`], and taken by
 /// [`Context::cancel_request`](crate::Context::cancel_request).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct RequestId(pub(crate) Key);
-
-impl fmt::Debug for RequestId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RequestId({:?})", self.0)
-    }
-}
 
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

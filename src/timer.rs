@@ -10,14 +10,8 @@ use std::fmt;
 use std::time::Instant;
 
 /// Names a timer started by [`Context::start_timer`](crate::Context::start_timer).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct TimerId(pub(crate) Key);
-
-impl fmt::Debug for TimerId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TimerId({:?})", self.0)
-    }
-}
 
 impl fmt::Display for TimerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
