@@ -22,16 +22,14 @@ const N_SPAWN: usize = 100_000;
 const N_IDLE: usize = 1_000_000;
 const N_THREADS: u64 = 2_000_000;
 
-/// `cargo bench` passes `--bench`; anything else (e.g. `cargo test
-/// --all-targets`) gets a smoke run with a thousandth of the counts.
-static SMOKE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// What the counts are divided by: `cargo bench` passes `--bench` (1);
+/// anything else (e.g. `cargo test --all-targets`) gets a smoke run with a
+/// thousandth of the counts; `COMMUTATOR_BENCH_DIV=<n>` sets it (for
+/// instruction counts under callgrind, see `benches/instructions.sh`).
+static DIV: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(1);
 
 fn n<T: From<u16> + std::ops::Div<Output = T>>(count: T) -> T {
-    if SMOKE.load(Relaxed) {
-        count / T::from(1000)
-    } else {
-        count
-    }
+    count / T::from(DIV.load(Relaxed))
 }
 
 // ---------------- a counting allocator ----------------
@@ -456,7 +454,11 @@ fn w5() {
 }
 
 fn main() {
-    SMOKE.store(!std::env::args().any(|a| a == "--bench"), Relaxed);
+    let div = std::env::var("COMMUTATOR_BENCH_DIV")
+        .ok()
+        .and_then(|d| d.parse().ok());
+    let bench = std::env::args().any(|a| a == "--bench");
+    DIV.store(div.unwrap_or(if bench { 1 } else { 1000 }).max(1), Relaxed);
     let filter: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))

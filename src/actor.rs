@@ -7,12 +7,16 @@ use crate::error::{Error, ErrorCode};
 use crate::lifecycle;
 use crate::locality::Core;
 use crate::plugin::{Plugin, PluginState, Vote};
+use crate::subscription::Handler;
 use crate::supervisor::SupervisorState;
 use smallvec::SmallVec;
 use std::any::Any;
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
+use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::rc::Rc;
 use std::time::Duration;
 
 /// User code that runs inside a supervisor, one message at a time.
@@ -167,16 +171,7 @@ impl<A: Actor> ActorBox<A> {
     }
 }
 
-/// An actor with its type erased.
-pub(crate) trait ActorObject: Any {
-    fn hook(&mut self, hook: Hook, core: &mut Core, me: Key);
-    /// The user plugins' vote.
-    fn vote(&mut self, phase: Phase, core: &mut Core, me: Key) -> Vote;
-    /// [`Actor::should_restart`].
-    fn should_restart(&self, reason: &Error) -> bool;
-}
-
-impl<A: Actor> ActorObject for ActorBox<A> {
+impl<A: Actor> ActorBox<A> {
     fn hook(&mut self, hook: Hook, core: &mut Core, me: Key) {
         let ctx = &mut Context::new(core, me);
         let actor = &mut self.actor;
@@ -207,10 +202,6 @@ impl<A: Actor> ActorObject for ActorBox<A> {
         }
     }
 
-    fn should_restart(&self, reason: &Error) -> bool {
-        self.actor.should_restart(reason)
-    }
-
     fn vote(&mut self, phase: Phase, core: &mut Core, me: Key) -> Vote {
         let Some(extras) = self.extras.as_deref_mut() else {
             return Vote::Ready;
@@ -238,6 +229,91 @@ impl<A: Actor> ActorObject for ActorBox<A> {
     }
 }
 
+/// An actor in its cell, with its type erased: a `RefCell<ActorBox<A>>`
+/// shared (`Rc`) by the locality's record and the actor's handlers. The
+/// `RefCell` is borrowed for the length of one hook or handler, so a
+/// handler never re-enters its actor.
+pub(crate) trait ActorObject: Any {
+    /// `true` while one of the actor's hooks or handlers runs.
+    fn busy(&self) -> bool;
+    fn hook(&self, hook: Hook, core: &mut Core, me: Key);
+    /// The user plugins' vote.
+    fn vote(&self, phase: Phase, core: &mut Core, me: Key) -> Vote;
+    /// [`Actor::should_restart`] (`false` if the actor is busy).
+    fn should_restart(&self, reason: &Error) -> bool;
+}
+
+impl<A: Actor> ActorObject for RefCell<ActorBox<A>> {
+    fn busy(&self) -> bool {
+        self.try_borrow_mut().is_err()
+    }
+    fn hook(&self, hook: Hook, core: &mut Core, me: Key) {
+        if let Ok(mut b) = self.try_borrow_mut() {
+            b.hook(hook, core, me);
+        }
+    }
+    fn vote(&self, phase: Phase, core: &mut Core, me: Key) -> Vote {
+        match self.try_borrow_mut() {
+            Ok(mut b) => b.vote(phase, core, me),
+            Err(_) => Vote::Pending,
+        }
+    }
+    fn should_restart(&self, reason: &Error) -> bool {
+        self.try_borrow()
+            .is_ok_and(|b| b.actor.should_restart(reason))
+    }
+}
+
+/// The shared cell of an actor of type `A`.
+pub(crate) type ActorRc<A> = Rc<RefCell<ActorBox<A>>>;
+
+/// The typed cell of the actor at `me`, if it is an `A`.
+pub(crate) fn typed_actor<A: Actor>(core: &Core, me: Key) -> Option<ActorRc<A>> {
+    let erased: Rc<dyn Any> = core.actors.get(me)?.actor.clone();
+    erased.downcast::<RefCell<ActorBox<A>>>().ok()
+}
+
+/// A handler of actor `A` for messages `M`: holds the actor's typed cell, so
+/// a delivery reaches the actor without a lookup or a downcast.
+pub(crate) struct ActorHandler<A: Actor, M, F> {
+    actor: ActorRc<A>,
+    me: Key,
+    f: F,
+    _message: PhantomData<fn(&M)>,
+}
+
+impl<A: Actor, M, F> ActorHandler<A, M, F> {
+    pub(crate) fn new(actor: ActorRc<A>, me: Key, f: F) -> Self {
+        ActorHandler {
+            actor,
+            me,
+            f,
+            _message: PhantomData,
+        }
+    }
+}
+
+impl<A, M, F> Handler for ActorHandler<A, M, F>
+where
+    A: Actor,
+    M: 'static,
+    F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
+{
+    #[inline]
+    fn call(&self, core: &mut Core, message: &dyn Any) {
+        let Some(message) = message.downcast_ref::<M>() else {
+            return;
+        };
+        let Ok(mut b) = self.actor.try_borrow_mut() else {
+            return; // never re-entered
+        };
+        // The dispatch loop's panic boundary reads who was running.
+        core.running = self.me;
+        (self.f)(&mut b.actor, message, &mut Context::new(core, self.me));
+        core.running = Key::NONE;
+    }
+}
+
 /// The supervisor of an actor, and the actor's slot among its children.
 pub(crate) struct ParentLink {
     pub(crate) address: Address,
@@ -246,10 +322,9 @@ pub(crate) struct ParentLink {
 
 /// What a locality keeps for one actor.
 pub(crate) struct ActorCell {
-    /// `None` while the actor is out running a handler or hook.
-    pub(crate) actor: Option<Box<dyn ActorObject>>,
+    /// The actor (shared with its handlers).
+    pub(crate) actor: Rc<dyn ActorObject>,
     pub(crate) address: Address,
-    pub(crate) subscriptions: SmallVec<[Key; 1]>,
     pub(crate) parent: Option<ParentLink>,
     pub(crate) supervisor: Option<Box<SupervisorState>>,
     /// Why the actor is shutting down.
@@ -269,6 +344,9 @@ pub(crate) struct Rare {
     /// The pending init or shutdown timeout.
     pub(crate) lifecycle_timer: Option<Key>,
     pub(crate) identities: SmallVec<[Key; 1]>,
+    /// Subscriptions on addresses that are not the actor's own (those go
+    /// with the addresses).
+    pub(crate) foreign_subscriptions: SmallVec<[Key; 1]>,
     pub(crate) timers: SmallVec<[Key; 1]>,
     /// Requests this actor sent that wait for a response.
     pub(crate) requests: SmallVec<[Key; 1]>,
@@ -318,16 +396,25 @@ pub(crate) fn with_actor<A: Actor>(
     me: Key,
     run: impl FnOnce(&mut A, &mut Context<'_, A>),
 ) {
-    with_object(core, me, |object, core| {
-        if let Some(b) = (object as &mut dyn Any).downcast_mut::<ActorBox<A>>() {
-            run(&mut b.actor, &mut Context::new(core, me));
-        }
-    });
+    let Some(actor) = typed_actor::<A>(core, me) else {
+        return;
+    };
+    let Ok(mut b) = actor.try_borrow_mut() else {
+        return;
+    };
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        run(&mut b.actor, &mut Context::new(core, me))
+    }));
+    drop(b);
+    if let Err(payload) = result {
+        let error = panicked(core, me, payload.as_ref());
+        lifecycle::fail(core, me, error);
+    }
 }
 
-/// Takes the erased actor at `me` out of its cell, runs `f`, puts it back.
+/// Runs `f` with the erased actor at `me`.
 ///
-/// `None` if the actor is gone or already out (a handler never re-enters).
+/// `None` if the actor is gone or busy (a hook or handler never re-enters).
 /// `Some(Err(..))` if user code panicked: the panic is caught here, at the
 /// edge of user code, and the actor fails with `ErrorCode::Panicked` (its
 /// supervisor decides what follows). The locality's own state is never
@@ -335,13 +422,13 @@ pub(crate) fn with_actor<A: Actor>(
 pub(crate) fn with_object<R>(
     core: &mut Core,
     me: Key,
-    f: impl FnOnce(&mut dyn ActorObject, &mut Core) -> R,
+    f: impl FnOnce(&dyn ActorObject, &mut Core) -> R,
 ) -> Option<Result<R, Error>> {
-    let mut object = core.actors.get_mut(me).and_then(|c| c.actor.take())?;
-    let result = catch_unwind(AssertUnwindSafe(|| f(object.as_mut(), core)));
-    if let Some(cell) = core.actors.get_mut(me) {
-        cell.actor = Some(object);
+    let object = core.actors.get(me)?.actor.clone();
+    if object.busy() {
+        return None;
     }
+    let result = catch_unwind(AssertUnwindSafe(|| f(&*object, core)));
     Some(result.map_err(|payload| {
         let error = panicked(core, me, payload.as_ref());
         lifecycle::fail(core, me, error.clone());

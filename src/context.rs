@@ -13,7 +13,6 @@ use crate::timer::{TimerAction, TimerId};
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// Names a subscription, for [`Context::unsubscribe`]; returned by
@@ -228,11 +227,9 @@ impl<'a, A: Actor> Context<'a, A> {
         M: 'static,
         F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
     {
-        let f: subscription::HandlerFn<M> =
-            Rc::new(move |core: &mut Core, me: Key, message: &M| {
-                with_actor::<A>(core, me, |actor, ctx| handler(actor, message, ctx))
-            });
-        subscription::subscribe(self.core, address, self.me, f).map(SubscriptionId)
+        let actor = crate::actor::typed_actor::<A>(self.core, self.me)?;
+        let handler = Box::new(crate::actor::ActorHandler::new(actor, self.me, handler));
+        subscription::subscribe::<M>(self.core, address, self.me, handler).map(SubscriptionId)
     }
 
     /// Removes one of this actor's subscriptions. The handler is not called
@@ -240,8 +237,8 @@ impl<'a, A: Actor> Context<'a, A> {
     ///
     /// Errors: [`ErrorCode::UnknownSubscription`] if it is gone or not this actor's.
     pub fn unsubscribe(&mut self, id: SubscriptionId) -> Result<()> {
-        match self.core.subscriptions.get(id.0) {
-            Some(record) if record.actor == self.me => {
+        match self.core.routes.owner(id.0) {
+            Some(owner) if owner == self.me => {
                 if !crate::plugin::external::unsubscribe(self.core, self.me, id.0) {
                     subscription::unsubscribe(self.core, id.0);
                 }
@@ -343,8 +340,8 @@ impl<'a, A: Actor> Context<'a, A> {
         let mine = reply_to.locality_id() == self.core.id()
             && self
                 .core
-                .addresses
-                .get(reply_to.key())
+                .routes
+                .address(reply_to.key())
                 .is_some_and(|slot| slot.owner == self.me);
         if !mine {
             let context = format!("{reply_to} is not an address of {}", self.address());

@@ -85,7 +85,7 @@ impl Inspect {
 }
 
 fn address_name(core: &Core, key: Key) -> String {
-    match core.addresses.get(key) {
+    match core.routes.address(key) {
         Some(slot) => slot.address.to_string(),
         None => core
             .inspect

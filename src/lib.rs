@@ -292,7 +292,7 @@
 //! `benchmarks.md`, `coming-from-rotor.md`,
 //! `coming-from-actix-or-stakker.md`. Every file in `examples/` opens with
 //! what it shows and how to run it.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![deny(
     missing_docs,
     missing_debug_implementations,
@@ -312,8 +312,10 @@ mod lifecycle;
 mod locality;
 mod message;
 mod plugin;
+mod queue;
 mod registry;
 mod request;
+mod routing;
 mod spawn;
 mod subscription;
 mod supervisor;

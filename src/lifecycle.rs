@@ -14,8 +14,8 @@ use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
 use crate::locality::shared::Remote;
-use crate::message::Deliver;
 use crate::plugin::{self, Vote, external, link};
+use crate::queue::Envelope;
 use crate::supervisor::{self, ChildId};
 use crate::timer::TimerAction;
 
@@ -110,7 +110,7 @@ pub(crate) struct SysEnvelope {
     pub(crate) msg: SystemMsg,
 }
 
-impl Deliver for SysEnvelope {
+impl Envelope<Core> for SysEnvelope {
     fn deliver(self, core: &mut Core) {
         crate::inspect::system(core, self.dest, &self.msg);
         // Messages about an address rather than its owner.
@@ -126,7 +126,7 @@ impl Deliver for SysEnvelope {
             }
             other => other,
         };
-        let Some(me) = core.addresses.get(self.dest).map(|slot| slot.owner) else {
+        let Some(me) = core.routes.address(self.dest).map(|slot| slot.owner) else {
             return undeliverable(core, msg);
         };
         match msg {
@@ -457,11 +457,11 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let subscriptions = std::mem::take(&mut cell.subscriptions);
-    let (timers, requests, identities) = match cell.rare.as_deref_mut() {
+    let (subscriptions, timers, requests, identities) = match cell.rare.as_deref_mut() {
         Some(rare) => {
             let take = std::mem::take;
             (
+                take(&mut rare.foreign_subscriptions),
                 take(&mut rare.timers),
                 take(&mut rare.requests),
                 take(&mut rare.identities),
@@ -489,12 +489,9 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         core.io.borrow_mut().forget(plugins.io.iter().copied());
     }
     let reason = cell.reason.clone().unwrap_or_else(Error::normal);
-    let restart = match cell.actor.as_ref() {
-        Some(actor) => {
-            crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false)
-        }
-        None => false,
-    };
+    let actor = &cell.actor;
+    let restart =
+        crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false);
     tracing::debug!(actor = %cell.address, %reason, "shut down");
     match &cell.parent {
         Some(parent) => {

@@ -10,7 +10,7 @@ use crate::arena::{Key, remove_key};
 use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
 use crate::locality::shared::Remote;
-use crate::message::Deliver;
+use crate::queue::Envelope;
 use crate::timer::TimerAction;
 use std::any::Any;
 use std::fmt;
@@ -401,7 +401,7 @@ struct ReplyEnvelope<R: Request> {
     settled: bool,
 }
 
-impl<R: Request> Deliver for ReplyEnvelope<R> {
+impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
     fn deliver(self, core: &mut Core) {
         if !self.settled {
             let key = self.response.id.0;

@@ -11,8 +11,8 @@ use crate::locality::shared::Remote;
 use crate::plugin::Plugin;
 use crate::registry::Registry;
 use crate::supervisor::{SupervisorConfig, SupervisorState};
-use smallvec::SmallVec;
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -57,9 +57,8 @@ pub(crate) fn spawn_instance<A: Actor>(
         })
     });
     let cell = ActorCell {
-        actor: Some(Box::new(boxed)),
+        actor: Rc::new(RefCell::new(boxed)),
         address: address.clone(),
-        subscriptions: SmallVec::new(),
         parent,
         supervisor: s
             .supervisor
@@ -71,7 +70,7 @@ pub(crate) fn spawn_instance<A: Actor>(
         state: ActorState::New,
     };
     let me = core.actors.insert(cell);
-    if let Some(slot) = core.addresses.get_mut(address_key) {
+    if let Some(slot) = core.routes.address_mut(address_key) {
         slot.owner = me;
     }
     tracing::debug!(actor = %address, "spawned");

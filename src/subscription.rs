@@ -1,181 +1,110 @@
-//! Pub/sub: which handlers hear a message type on an address, and routing one
-//! message to them.
+//! Pub/sub in a locality: subscribing handlers in the routing table, and
+//! routing one message to them.
 //!
-//! Each address slot holds one *channel* per subscribed message type: a
-//! copy-on-write list of handlers. Delivery keeps a cheap handle on the list it
-//! started with, so handlers may subscribe and unsubscribe while it runs; an
-//! unsubscribed handler is skipped even for the message being delivered.
+//! The table ([`Routes`](crate::routing::Routes)) says who hears a message;
+//! here each handler is taken out, called, and put back, so that it may
+//! subscribe and unsubscribe while it runs. A handler reaches its actor
+//! directly (it holds the actor's typed cell), so a delivery needs no lookup
+//! of the actor and no downcast of it.
+//!
+//! Panics: a single subscriber's handler runs inside the dispatch loop's
+//! panic boundary (one per batch, see `Locality::dispatch`), which knows
+//! whose handler ran from [`Core::running`]. Several subscribers share one
+//! boundary per message, resumed after a panic, so a panicking subscriber
+//! never keeps the others from hearing the message. The handler that
+//! panicked is dropped by the unwind: its actor fails, and until it is gone,
+//! messages for that subscription are counted as dropped.
 
 use crate::address::Address;
 use crate::arena::{Key, remove_key};
 use crate::locality::Core;
-use smallvec::SmallVec;
+use crate::routing::{Found, Removed};
 use std::any::{Any, TypeId};
-use std::rc::Rc;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
-/// An erased handler: called with the locality, the subscribing actor and the message.
-pub(crate) type HandlerFn<M> = Rc<dyn Fn(&mut Core, Key, &M)>;
-
-pub(crate) struct Handler<M> {
-    sub: Key,
-    actor: Key,
-    f: HandlerFn<M>,
+/// A subscribed handler, with its message type erased.
+pub(crate) trait Handler {
+    /// Handles `message` (a `&M` of the type subscribed to).
+    fn call(&self, core: &mut Core, message: &dyn Any);
 }
 
-impl<M> Clone for Handler<M> {
-    fn clone(&self) -> Self {
-        Handler {
-            sub: self.sub,
-            actor: self.actor,
-            f: self.f.clone(),
-        }
-    }
-}
+/// A handler as the routing table keeps it.
+pub(crate) type BoxedHandler = Box<dyn Handler>;
 
-type HandlerList<M> = SmallVec<[Handler<M>; 1]>;
-
-/// A handler list with its message type erased.
-pub(crate) trait ErasedList: Any {
-    fn copy(&self) -> Rc<dyn ErasedList>;
-    /// Removes a subscription; `true` if the list is now empty.
-    fn remove(&mut self, sub: Key) -> bool;
-    fn subscriptions(&self) -> SmallVec<[Key; 4]>;
-}
-
-impl<M: 'static> ErasedList for HandlerList<M> {
-    fn copy(&self) -> Rc<dyn ErasedList> {
-        Rc::new(self.clone())
-    }
-    fn remove(&mut self, sub: Key) -> bool {
-        self.retain(|h| h.sub != sub);
-        self.is_empty()
-    }
-    fn subscriptions(&self) -> SmallVec<[Key; 4]> {
-        self.iter().map(|h| h.sub).collect()
-    }
-}
-
-/// The handlers of one message type on one address.
-pub(crate) struct Channel {
-    pub(crate) type_id: TypeId,
-    pub(crate) list: Rc<dyn ErasedList>,
-}
-
-/// One address of this locality.
-pub(crate) struct AddressSlot {
+/// What the locality keeps per address besides its subscriptions.
+pub(crate) struct AddressInfo {
     pub(crate) owner: Key,
     pub(crate) address: Address,
-    pub(crate) channels: SmallVec<[Channel; 1]>,
 }
 
-/// Where a subscription lives, so it can be undone.
-pub(crate) struct SubscriptionRecord {
-    pub(crate) address: Key,
-    pub(crate) type_id: TypeId,
-    pub(crate) actor: Key,
-}
-
-/// Adds a handler of `actor` for `M` on the local address `address`.
+/// Subscribes a handler of `actor` for `M` on the local address `address`;
+/// `None` if the address (or the actor) is gone.
 pub(crate) fn subscribe<M: 'static>(
     core: &mut Core,
     address: Key,
     actor: Key,
-    f: HandlerFn<M>,
+    handler: BoxedHandler,
 ) -> Option<Key> {
     // `Key::NONE` as the actor: a forwarder to another locality, owned by nobody here.
-    if !core.addresses.contains(address) || !(actor.is_none() || core.actors.contains(actor)) {
+    if !(actor.is_none() || core.actors.contains(actor)) {
         return None;
     }
-    let type_id = TypeId::of::<M>();
-    let sub = core.subscriptions.insert(SubscriptionRecord {
-        address,
-        type_id,
-        actor,
-    });
-    let handler = Handler { sub, actor, f };
-    let slot = core.addresses.get_mut(address)?;
-    match slot.channels.iter_mut().find(|c| c.type_id == type_id) {
-        Some(channel) => typed_mut::<M>(make_mut(&mut channel.list)).push(handler),
-        None => {
-            let mut list = HandlerList::<M>::new();
-            list.push(handler);
-            slot.channels.push(Channel {
-                type_id,
-                list: Rc::new(list),
-            });
-        }
-    }
-    if let Some(cell) = core.actors.get_mut(actor) {
-        cell.subscriptions.push(sub);
+    let sub = core
+        .routes
+        .subscribe(address, TypeId::of::<M>(), actor, handler)?;
+    // An actor's subscriptions on its own addresses go with them; only the
+    // ones elsewhere need to be remembered.
+    let own = core.routes.address(address).map(|a| a.owner) == Some(actor);
+    if !own && let Some(cell) = core.actors.get_mut(actor) {
+        cell.rare().foreign_subscriptions.push(sub);
     }
     Some(sub)
 }
 
-/// The list, copied first if a delivery still holds it (copy-on-write).
-fn make_mut(list: &mut Rc<dyn ErasedList>) -> &mut dyn ErasedList {
-    if Rc::get_mut(list).is_none() {
-        *list = list.copy();
-    }
-    Rc::get_mut(list).expect("a fresh copy is unique")
-}
-
-fn typed_mut<M: 'static>(list: &mut dyn ErasedList) -> &mut HandlerList<M> {
-    (list as &mut dyn Any)
-        .downcast_mut::<HandlerList<M>>()
-        .expect("channel holds handlers of its own type")
-}
-
 /// Removes a subscription; `None` if it was already gone.
-pub(crate) fn unsubscribe(core: &mut Core, sub: Key) -> Option<SubscriptionRecord> {
-    let record = core.subscriptions.remove(sub)?;
-    if let Some(slot) = core.addresses.get_mut(record.address)
-        && let Some(pos) = slot
-            .channels
-            .iter()
-            .position(|c| c.type_id == record.type_id)
-        && make_mut(&mut slot.channels[pos].list).remove(sub)
+pub(crate) fn unsubscribe(core: &mut Core, sub: Key) -> Option<Removed> {
+    let removed = core.routes.unsubscribe(sub)?;
+    forget(core, removed);
+    Some(removed)
+}
+
+/// The subscription is gone: its owner no longer needs to remember it.
+fn forget(core: &mut Core, removed: Removed) {
+    if let Some(rare) = core
+        .actors
+        .get_mut(removed.owner)
+        .and_then(|c| c.rare.as_deref_mut())
     {
-        slot.channels.remove(pos);
+        remove_key(&mut rare.foreign_subscriptions, removed.sub);
     }
-    if let Some(cell) = core.actors.get_mut(record.actor) {
-        remove_key(&mut cell.subscriptions, sub);
-    }
-    Some(record)
 }
 
 /// Removes an address and every subscription on it, whoever made them.
 pub(crate) fn remove_address(core: &mut Core, address: Key) {
-    let Some(slot) = core.addresses.remove(address) else {
+    let Some((info, removed)) = core.routes.remove_address(address) else {
         return;
     };
     if core.inspect.level > 0 {
-        core.inspect.forget(address, slot.address.to_string());
+        core.inspect.forget(address, info.address.to_string());
     }
-    for channel in &slot.channels {
-        for sub in channel.list.subscriptions() {
-            if let Some(record) = core.subscriptions.remove(sub)
-                && let Some(cell) = core.actors.get_mut(record.actor)
-            {
-                remove_key(&mut cell.subscriptions, sub);
-            }
+    for r in removed {
+        if r.owner != info.owner {
+            forget(core, r);
         }
     }
 }
 
 /// Delivers one message to the handlers of its type on `dest`.
+#[inline]
 pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
-    let list = match core.addresses.get(dest) {
-        None => {
-            core.stats.dropped_stale += 1;
-            crate::inspect::dropped::<M>(core, dest, sender, crate::inspect::Drop::Stale);
-            return;
-        }
-        Some(slot) => match slot
-            .channels
-            .iter()
-            .find(|c| c.type_id == TypeId::of::<M>())
-        {
-            None => {
+    match core.routes.find(dest, TypeId::of::<M>()) {
+        Found::One(sub) => {
+            core.stats.delivered += 1;
+            if core.inspect.level > 0 {
+                inspect_routed::<M>(core, dest, sender, &[sub]);
+            }
+            if !call(core, sub, message) {
+                // Its handler was lost to a panic: the actor is failing.
                 core.stats.dropped_unsubscribed += 1;
                 crate::inspect::dropped::<M>(
                     core,
@@ -183,21 +112,78 @@ pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message
                     sender,
                     crate::inspect::Drop::NoSubscriber,
                 );
-                return;
             }
-            Some(channel) => channel.list.clone(),
-        },
-    };
-    let handlers = (&*list as &dyn Any)
-        .downcast_ref::<HandlerList<M>>()
-        .expect("channel holds handlers of its own type");
-    if core.inspect.level > 0 && crate::inspect::shows::<M>(core) {
-        crate::inspect::routed::<M>(core, dest, sender, handlers.iter().map(|h| h.actor));
-    }
-    for h in handlers {
-        if core.subscriptions.contains(h.sub) {
-            (h.f)(core, h.actor, message);
+        }
+        Found::Many => {
+            let subs = core.routes.subscribers(dest, TypeId::of::<M>());
+            core.stats.delivered += 1;
+            if core.inspect.level > 0 {
+                inspect_routed::<M>(core, dest, sender, &subs);
+            }
+            // One panic boundary for all of them, resumed after a panic.
+            let mut next = 0;
+            while next < subs.len() {
+                let run = catch_unwind(AssertUnwindSafe(|| {
+                    while let Some(&sub) = subs.get(next) {
+                        next += 1;
+                        call(core, sub, message);
+                    }
+                }));
+                if let Err(payload) = run {
+                    core.handler_panicked(payload);
+                }
+            }
+        }
+        Found::NoSubscriber => {
+            core.stats.dropped_unsubscribed += 1;
+            crate::inspect::dropped::<M>(core, dest, sender, crate::inspect::Drop::NoSubscriber);
+        }
+        Found::Stale => {
+            core.stats.dropped_stale += 1;
+            crate::inspect::dropped::<M>(core, dest, sender, crate::inspect::Drop::Stale);
         }
     }
-    core.stats.delivered += 1;
+}
+
+/// Calls the handler of `sub`; `false` if it is not there (unsubscribed by
+/// an earlier handler of this message, or lost to a panic).
+#[inline]
+fn call<M: 'static>(core: &mut Core, sub: Key, message: &M) -> bool {
+    let Some(handler) = core.routes.take_handler(sub) else {
+        return false;
+    };
+    handler.call(core, message);
+    core.routes.put_handler(sub, handler);
+    true
+}
+
+#[cold]
+fn inspect_routed<M: 'static>(core: &mut Core, dest: Key, sender: Key, subs: &[Key]) {
+    if crate::inspect::shows::<M>(core) {
+        let actors: Vec<Key> = subs.iter().filter_map(|&s| core.routes.owner(s)).collect();
+        crate::inspect::routed::<M>(core, dest, sender, actors.into_iter());
+    }
+}
+
+/// A handler of a plain function, owned by no actor (a forwarder).
+pub(crate) struct FnHandler<M, F> {
+    f: F,
+    _message: std::marker::PhantomData<fn(&M)>,
+}
+
+impl<M, F> FnHandler<M, F> {
+    pub(crate) fn new(f: F) -> Self {
+        FnHandler {
+            f,
+            _message: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<M: 'static, F: Fn(&mut Core, &M) + 'static> Handler for FnHandler<M, F> {
+    fn call(&self, core: &mut Core, message: &dyn Any) {
+        if let Some(message) = message.downcast_ref::<M>() {
+            (self.f)(core, message);
+        }
+    }
 }

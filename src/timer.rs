@@ -76,10 +76,18 @@ impl Timers {
         self.entries.remove(key)
     }
 
-    /// Removes and returns the earliest timer if it is due at `now`.
-    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(Key, TimerEntry)> {
+    /// A mark for [`pop_due`](Timers::pop_due): timers started from now on
+    /// are not due in the round that took it.
+    pub(crate) fn round(&self) -> u64 {
+        self.seq
+    }
+
+    /// Removes and returns the earliest timer if it is due at `now` and was
+    /// started before `round` was taken.
+    pub(crate) fn pop_due(&mut self, now: Instant, round: u64) -> Option<(Key, TimerEntry)> {
         let &key = self.heap.first()?;
-        if self.entry(key).deadline > now {
+        let entry = self.entry(key);
+        if entry.deadline > now || entry.seq >= round {
             return None;
         }
         self.remove_at(0);
@@ -163,7 +171,7 @@ mod tests {
     use std::time::Duration;
 
     fn fired(t: &mut Timers, now: Instant) -> Vec<Key> {
-        std::iter::from_fn(|| t.pop_due(now).map(|(k, _)| k)).collect()
+        std::iter::from_fn(|| t.pop_due(now, u64::MAX).map(|(k, _)| k)).collect()
     }
 
     #[test]

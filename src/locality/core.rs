@@ -9,12 +9,14 @@ use crate::error::Error;
 use crate::inspect::Inspect;
 use crate::io::{IoTable, SharedIo};
 use crate::lifecycle;
-use crate::message::{Deliver, Queue, UserEnvelope};
+use crate::message::UserEnvelope;
+use crate::queue::{Envelope, Queue};
 use crate::request::PendingRequest;
-use crate::subscription::{AddressSlot, SubscriptionRecord};
+use crate::routing::Routes;
+use crate::subscription::{AddressInfo, BoxedHandler};
 use crate::timer::{TimerAction, TimerId, Timers};
-use smallvec::SmallVec;
 use std::borrow::Cow;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,10 +27,14 @@ pub(crate) struct Core {
     /// `false` until the first `dispatch` sets the clock.
     pub(super) clock_set: bool,
     pub(crate) actors: Arena<ActorCell>,
-    pub(crate) addresses: Arena<AddressSlot>,
-    pub(crate) subscriptions: Arena<SubscriptionRecord>,
+    /// Addresses and subscriptions.
+    pub(crate) routes: Routes<AddressInfo, BoxedHandler>,
     pub(crate) requests: Arena<PendingRequest>,
-    pub(crate) queue: Queue,
+    pub(crate) queue: Queue<Core>,
+    /// The actor whose handler runs (for the dispatch loop's panic boundary).
+    pub(crate) running: Key,
+    /// The locality's id (as in `shared`), kept here: one load less per send.
+    id: u32,
     pub(crate) io: SharedIo,
     pub(crate) timers: Timers,
     pub(crate) stats: Stats,
@@ -61,14 +67,15 @@ impl Core {
         let shared = Arc::new(LocalityShared::new(name));
         Core {
             io: IoTable::new(shared.id),
+            id: shared.id,
             shared,
             now,
             clock_set: false,
             actors: Arena::default(),
-            addresses: Arena::default(),
-            subscriptions: Arena::default(),
+            routes: Routes::default(),
             requests: Arena::default(),
             queue: Queue::default(),
+            running: Key::NONE,
             timers: Timers::default(),
             stats: Stats::default(),
             inspect: Inspect::from_env(),
@@ -82,8 +89,9 @@ impl Core {
         }
     }
 
+    #[inline]
     pub(crate) fn id(&self) -> u32 {
-        self.shared.id
+        self.id
     }
 
     pub(crate) fn name(&self) -> &str {
@@ -103,11 +111,30 @@ impl Core {
     }
 
     /// Appends an envelope to the FIFO queue.
-    pub(crate) fn enqueue<E: Deliver>(&mut self, envelope: E) {
+    #[inline]
+    pub(crate) fn enqueue<E: Envelope<Core>>(&mut self, envelope: E) {
         self.queue.push(envelope);
     }
 
+    /// Delivers the oldest queued envelope; `false` if none was waiting.
+    #[inline]
+    pub(crate) fn run_next(&mut self) -> bool {
+        Queue::run_next(self, |core| &mut core.queue)
+    }
+
+    /// A handler panicked (caught by a panic boundary): its actor fails.
+    /// A panic outside any handler (a message's own `Drop`, a bug) goes on.
+    pub(crate) fn handler_panicked(&mut self, payload: Box<dyn std::any::Any + Send>) {
+        let me = std::mem::replace(&mut self.running, Key::NONE);
+        if me.is_none() {
+            std::panic::resume_unwind(payload);
+        }
+        let error = crate::actor::panicked(self, me, payload.as_ref());
+        lifecycle::fail(self, me, error);
+    }
+
     /// Sends a user message: queued here, or posted to the address's locality.
+    #[inline]
     pub(crate) fn send<M: Send + 'static>(&mut self, to: &Address, sender: Key, message: M) {
         if to.locality_id() == self.id() {
             self.queue.push(UserEnvelope {
@@ -167,14 +194,13 @@ impl Core {
         identity: Option<Cow<'static, str>>,
     ) -> (Key, Address) {
         let shared = &self.shared;
-        let key = self.addresses.insert_with(|key| AddressSlot {
+        let key = self.routes.add_address(|key| AddressInfo {
             owner: Key::NONE,
             address: Address::new(shared.clone(), key, actor, seq, identity),
-            channels: SmallVec::new(),
         });
         let address = self
-            .addresses
-            .get(key)
+            .routes
+            .address(key)
             .expect("just inserted")
             .address
             .clone();
@@ -185,7 +211,7 @@ impl Core {
         let cell = self.actors.get(me).expect("a running actor has its cell");
         let (name, seq) = (cell.address.0.actor.clone(), cell.address.0.seq);
         let (key, address) = self.create_address_slot(name, seq, Some(label));
-        if let Some(slot) = self.addresses.get_mut(key) {
+        if let Some(slot) = self.routes.address_mut(key) {
             slot.owner = me;
         }
         if let Some(cell) = self.actors.get_mut(me) {
@@ -327,11 +353,40 @@ impl Core {
         self.mail = mail;
     }
 
-    /// Fires due timers, at most `limit` of them.
+    /// Runs queued envelopes until the queue is empty or `done` reaches
+    /// `budget`; returns the new `done`.
+    ///
+    /// One panic boundary for the whole batch, not one per handler: a panic
+    /// in a handler (whose actor `running` names) fails that actor, and the
+    /// batch goes on in a new boundary.
+    pub(super) fn run_queue(&mut self, mut done: usize, budget: usize) -> usize {
+        loop {
+            let batch = catch_unwind(AssertUnwindSafe(|| {
+                while done < budget && self.run_next() {
+                    done += 1;
+                }
+            }));
+            match batch {
+                Ok(()) => return done,
+                Err(payload) => {
+                    done += 1; // the envelope whose delivery panicked
+                    self.handler_panicked(payload);
+                    if self.is_finished() {
+                        return done;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fires the timers that were due when this round began, at most
+    /// `limit` of them: one started meanwhile (even with no delay) waits for
+    /// the next round.
     pub(super) fn fire_due_timers(&mut self, limit: usize) -> usize {
         let mut fired = 0;
+        let round = self.timers.round();
         while fired < limit {
-            let Some((key, entry)) = self.timers.pop_due(self.now) else {
+            let Some((key, entry)) = self.timers.pop_due(self.now, round) else {
                 break;
             };
             fired += 1;
@@ -380,8 +435,6 @@ mod sizes {
             size_of::<crate::actor::ActorCell>()
         );
         assert!(size_of::<crate::address::AddressInner>() <= 80);
-        assert!(size_of::<crate::subscription::AddressSlot>() <= 64);
-        assert!(size_of::<crate::subscription::SubscriptionRecord>() <= 32);
         assert_eq!(
             size_of::<crate::error::Error>(),
             16,

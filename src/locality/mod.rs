@@ -217,29 +217,24 @@ impl Locality {
             core.now = now;
             core.clock_set = true;
         }
+        let budget = self.budget;
         let mut done = 0;
-        while done < self.budget && !core.is_finished() {
+        while done < budget && !core.is_finished() {
             core.drain_mail();
-            done += core.fire_due_timers(self.budget - done);
-            if done >= self.budget {
+            // Only the timers due when this round began: a timer that
+            // re-arms itself at once waits for the next round, so it cannot
+            // starve the queue, the inbox or the poll.
+            done += core.fire_due_timers(budget - done);
+            if done >= budget || core.is_finished() {
                 break;
             }
-            let Some((deliver, slot)) = core.queue.pop() else {
-                if core.shared.has_mail()
-                    || core.timers.next_deadline().is_some_and(|d| d <= core.now)
-                {
-                    continue;
-                }
+            let before = done;
+            done = core.run_queue(done, budget);
+            if done == before
+                && !core.shared.has_mail()
+                && core.timers.next_deadline().is_none_or(|d| d > core.now)
+            {
                 break;
-            };
-            deliver(core, slot);
-            done += 1;
-            while done < self.budget {
-                let Some((deliver, slot)) = core.queue.pop() else {
-                    break;
-                };
-                deliver(core, slot);
-                done += 1;
             }
         }
         // A handle dropped during this dispatch (by an actor here, or by
@@ -380,8 +375,8 @@ impl Locality {
             return Err(Error::new(ErrorCode::ForeignAddress).with_context(address.to_string()));
         }
         self.core
-            .addresses
-            .get(address.key())
+            .routes
+            .address(address.key())
             .map(|slot| slot.owner)
             .ok_or_else(|| address.stale_error())
     }
@@ -453,8 +448,8 @@ impl Locality {
         let c = &self.core;
         Stats {
             actors: c.actors.len(),
-            addresses: c.addresses.len(),
-            subscriptions: c.subscriptions.len(),
+            addresses: c.routes.addresses(),
+            subscriptions: c.routes.subscriptions(),
             timers: c.timers.len(),
             io: c.io.borrow().len(),
             requests: c.requests.len(),

@@ -15,7 +15,7 @@ use crate::lifecycle::{self, SystemMsg};
 use crate::locality::Core;
 use crate::locality::shared::LocalityShared;
 use crate::plugin::{PluginState, Vote};
-use crate::subscription::{self, HandlerFn};
+use crate::subscription::{self, FnHandler};
 use std::fmt;
 use std::marker::PhantomData;
 use std::rc::Rc;
@@ -58,7 +58,7 @@ impl<M: Clone + Send + 'static> Install for Forward<M> {
         let Forward { to, identity, .. } = *self;
         let own = Rc::new(std::cell::Cell::new(Key::NONE));
         let this = own.clone();
-        let forward: HandlerFn<M> = Rc::new(move |core: &mut Core, _: Key, message: &M| {
+        let forward = FnHandler::new(move |core: &mut Core, message: &M| {
             // The subscriber's locality has finished: nobody will hear it again.
             if to
                 .post_user(identity, Key::REMOTE, message.clone())
@@ -67,7 +67,7 @@ impl<M: Clone + Send + 'static> Install for Forward<M> {
                 subscription::unsubscribe(core, this.get());
             }
         });
-        let sub = subscription::subscribe(core, address, Key::NONE, forward)?;
+        let sub = subscription::subscribe::<M>(core, address, Key::NONE, Box::new(forward))?;
         own.set(sub);
         Some(sub)
     }
@@ -122,7 +122,7 @@ pub(crate) fn on_subscribe(
     subscriber: Address,
 ) {
     let remote = installer.0.install(core, target);
-    let target = core.addresses.get(target).map(|slot| slot.address.clone());
+    let target = core.routes.address(target).map(|slot| slot.address.clone());
     let msg = SystemMsg::ExternalSubscribed {
         subscriber: subscriber.clone(),
         remote,

@@ -50,7 +50,7 @@ fn outlived_by(core: &Core, me: Key, server: &Address) -> Option<&'static str> {
     if server.locality_id() != core.id() {
         return None; // a descendant elsewhere is not detected
     }
-    let mut actor = core.addresses.get(server.key())?.owner;
+    let mut actor = core.routes.address(server.key())?.owner;
     if actor == me {
         return Some("an actor cannot link to itself");
     }
@@ -58,7 +58,7 @@ fn outlived_by(core: &Core, me: Key, server: &Address) -> Option<&'static str> {
         if parent.address.locality_id() != core.id() {
             return None;
         }
-        actor = core.addresses.get(parent.address.key())?.owner;
+        actor = core.routes.address(parent.address.key())?.owner;
         if actor == me {
             return Some(
                 "a supervisor cannot link to its own descendant (it waits for it at shutdown)",

@@ -1,0 +1,276 @@
+//! The locality's FIFO: one flat queue of type-erased envelopes, stored inline.
+//!
+//! Every entry is a header word (a pointer to a static table of functions for
+//! its type: deliver, drop, size) followed by the envelope itself, in one
+//! buffer of 8-byte words. Nothing is boxed per entry and the buffer is
+//! reused, so a steady stream of messages allocates nothing. An envelope
+//! aligned to more than 8 bytes is boxed (one allocation) and its box stored
+//! instead.
+//!
+//! `push` appends at the end; `run_next` takes the entry at the read cursor.
+//! When the queue empties, both go back to the start. When the buffer is
+//! full while the cursor is past its start, the waiting entries are moved to
+//! the start before it grows, so it never grows for entries already gone.
+//! After a burst, a buffer whose last use (between two times it was empty)
+//! took less than a quarter of it gives half of it back.
+//!
+//! This is the crate's only `unsafe` module. The invariants:
+//!
+//! - **(layout)** The words from `read` to `words.len()` are a sequence of
+//!   entries; each starts with a `&'static VTable<C>` made for its envelope
+//!   type `E`, followed by `VTable::words - 1` words holding an initialized
+//!   `E`, with `align_of::<E>() <= 8`. Words before `read` hold nothing.
+//! - **(ownership)** An entry's envelope is owned by the queue until the
+//!   cursor moves past it; the cursor moves *before* the envelope is read
+//!   out (to be delivered or dropped), so a panic while delivering or dropping
+//!   never leaves an entry that would be read or dropped twice.
+//! - **(no raw pointer across user code)** A pointer into the buffer is made,
+//!   used to move the envelope out, and forgotten before the envelope's
+//!   `deliver` (the only way to reach user code or the owner of the queue)
+//!   runs; so the delivery may push (and grow or move the buffer) freely.
+
+#![allow(unsafe_code)]
+
+use std::marker::PhantomData;
+use std::mem::{MaybeUninit, align_of, size_of};
+
+/// Something queued that knows how to deliver itself to a context `C`.
+pub(crate) trait Envelope<C>: Sized + 'static {
+    /// Delivers the envelope (consumed).
+    fn deliver(self, ctx: &mut C);
+}
+
+type Word = MaybeUninit<u64>;
+const WORD: usize = size_of::<Word>();
+
+/// What the queue knows of one envelope type.
+struct VTable<C> {
+    /// Moves the envelope out of `payload` and delivers it.
+    deliver: unsafe fn(payload: *mut Word, ctx: &mut C),
+    /// Drops the envelope at `payload` in place.
+    drop: unsafe fn(payload: *mut Word),
+    /// Words of the whole entry, header included.
+    words: usize,
+}
+
+struct Table<C, E>(PhantomData<fn(C, E)>);
+
+impl<C: 'static, E: Envelope<C>> Table<C, E> {
+    const VTABLE: &'static VTable<C> = &VTable {
+        deliver: deliver::<C, E>,
+        drop: drop_in_place::<E>,
+        words: 1 + size_of::<E>().div_ceil(WORD),
+    };
+}
+
+/// # Safety
+/// `payload` points to an initialized `E` that the caller gives up (invariant
+/// "ownership": the entry is already behind the cursor).
+unsafe fn deliver<C, E: Envelope<C>>(payload: *mut Word, ctx: &mut C) {
+    // SAFETY: (layout) the words at `payload` hold an initialized `E`,
+    // aligned (align_of::<E>() <= 8 = the words' alignment); (ownership) the
+    // caller moved the cursor past this entry, so nothing reads it again and
+    // this read is its only move. The pointer is not used after this line.
+    let envelope = unsafe { payload.cast::<E>().read() };
+    envelope.deliver(ctx);
+}
+
+/// # Safety
+/// As [`deliver`]: `payload` points to an initialized `E` given up by the caller.
+unsafe fn drop_in_place<E>(payload: *mut Word) {
+    // SAFETY: (layout) an initialized, aligned `E`; (ownership) the cursor
+    // moved past it first, so it is dropped exactly once.
+    unsafe { payload.cast::<E>().drop_in_place() }
+}
+
+/// An envelope aligned to more than a word, stored as a box.
+struct Boxed<E>(Box<E>);
+
+impl<C, E: Envelope<C>> Envelope<C> for Boxed<E> {
+    fn deliver(self, ctx: &mut C) {
+        (*self.0).deliver(ctx);
+    }
+}
+
+/// The FIFO queue of envelopes delivered to a context `C`.
+pub(crate) struct Queue<C: 'static> {
+    /// Entries from `read` to the end.
+    words: Vec<Word>,
+    read: usize,
+    /// Entries waiting.
+    len: usize,
+    /// Words used between the last two times the queue was empty.
+    burst: usize,
+    _ctx: PhantomData<fn(&mut C)>,
+}
+
+impl<C: 'static> Default for Queue<C> {
+    fn default() -> Self {
+        Queue {
+            words: Vec::new(),
+            read: 0,
+            len: 0,
+            burst: 0,
+            _ctx: PhantomData,
+        }
+    }
+}
+
+/// Words the buffer keeps whatever its use: above this, an emptied buffer
+/// used to less than a quarter of its capacity gives half of it back.
+const KEEP_WORDS: usize = 1024;
+
+impl<C: 'static> Queue<C> {
+    /// Appends an envelope at the back of the FIFO.
+    #[inline]
+    pub(crate) fn push<E: Envelope<C>>(&mut self, envelope: E) {
+        if align_of::<E>() > WORD {
+            self.push_inline(Boxed(Box::new(envelope)));
+        } else {
+            self.push_inline(envelope);
+        }
+    }
+
+    #[inline]
+    fn push_inline<E: Envelope<C>>(&mut self, envelope: E) {
+        assert!(
+            align_of::<E>() <= WORD,
+            "over-aligned envelopes are boxed by `push`"
+        );
+        let vtable = Table::<C, E>::VTABLE;
+        if self.words.is_empty() && self.words.capacity() > KEEP_WORDS {
+            self.shrink_after_burst();
+        }
+        if self.words.capacity() - self.words.len() < vtable.words {
+            self.make_room(vtable.words);
+        }
+        let at = self.words.len();
+        // SAFETY: `make_room` (or the capacity check) left room for
+        // `vtable.words` words from `at`; the header word and the envelope's
+        // words are written before `set_len` takes them in, so (layout) holds
+        // for the new entry: a header for `E`, then an `E` at an 8-aligned
+        // address (the buffer's words are 8-aligned and `align_of::<E>() <=
+        // 8`, asserted above; the assert is decided at compile time).
+        unsafe {
+            let base = self.words.as_mut_ptr().add(at);
+            base.cast::<&'static VTable<C>>().write(vtable);
+            base.add(1).cast::<E>().write(envelope);
+            self.words.set_len(at + vtable.words);
+        }
+        self.len += 1;
+    }
+
+    /// Makes room for `words` more words: first by moving the waiting
+    /// entries to the start, then by growing.
+    #[cold]
+    fn make_room(&mut self, words: usize) {
+        if self.read > 0 {
+            // Moving the entries keeps (layout): the same words, in the same
+            // order, at an 8-aligned start; words before the start are gone.
+            self.words.drain(..self.read);
+            self.read = 0;
+        }
+        self.words.reserve(words);
+    }
+
+    /// Takes the oldest entry off the queue: its table and where its envelope
+    /// is. The cursor has moved past it (invariant "ownership"), so the
+    /// caller must move the envelope out before anything else touches the
+    /// queue, and must not keep the pointer.
+    #[inline]
+    fn take_front(&mut self) -> Option<(&'static VTable<C>, *mut Word)> {
+        if self.len == 0 {
+            return None;
+        }
+        // SAFETY: (layout) with an entry waiting, `read` is the start of an
+        // entry: its first word is the header written by `push_inline`, and
+        // the entry's words lie within the buffer.
+        let (vtable, payload) = unsafe {
+            let base = self.words.as_mut_ptr().add(self.read);
+            let vtable = base.cast::<&'static VTable<C>>().read();
+            (vtable, base.add(1))
+        };
+        self.read += vtable.words;
+        self.len -= 1;
+        if self.len == 0 {
+            self.reset();
+        }
+        Some((vtable, payload))
+    }
+
+    /// The queue is empty (every entry was moved out): start again from the
+    /// beginning of the buffer.
+    #[inline]
+    fn reset(&mut self) {
+        self.burst = self.words.len();
+        // Nothing to drop: every entry was moved out already (ownership).
+        // The memory stays allocated (no shrinking here): `take_front`'s
+        // pointer into it is used before anything else touches the queue.
+        self.words.clear();
+        self.read = 0;
+    }
+
+    /// The first push into an emptied buffer: give memory back if the last
+    /// burst used less than a quarter of it.
+    #[cold]
+    fn shrink_after_burst(&mut self) {
+        let capacity = self.words.capacity();
+        if self.burst < capacity / 4 {
+            self.words.shrink_to(capacity / 2);
+        }
+    }
+    /// Delivers the oldest entry to `ctx`, which owns this queue (`queue`
+    /// finds it there). `false` if the queue was empty.
+    #[inline]
+    pub(crate) fn run_next(ctx: &mut C, queue: fn(&mut C) -> &mut Queue<C>) -> bool {
+        let Some((vtable, payload)) = queue(ctx).take_front() else {
+            return false;
+        };
+        // SAFETY: `payload` holds the initialized envelope of the entry just
+        // taken (layout), given up by the queue (ownership: the cursor moved
+        // past it; if that emptied the queue, `reset` only set the length to
+        // zero, the words are still there). `deliver` moves it out before it
+        // uses `ctx`, and the pointer is not kept: whatever the delivery does
+        // to the queue (push, grow, clear), it no longer refers to these words.
+        unsafe { (vtable.deliver)(payload, ctx) };
+        true
+    }
+
+    /// Entries waiting.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` if nothing is waiting.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Drops every waiting envelope, oldest first, and frees the buffer.
+    /// If a drop panics, the rest stay queued (and are dropped with the queue).
+    pub(crate) fn clear(&mut self) {
+        while let Some((vtable, payload)) = self.take_front() {
+            // SAFETY: as in `run_next`: an initialized envelope, given up by
+            // the queue; dropped once, and the pointer is not kept (the
+            // buffer is not touched until the next `take_front`).
+            unsafe { (vtable.drop)(payload) };
+        }
+        self.words = Vec::new();
+    }
+
+    /// Bytes held by the buffer (for size reports).
+    #[cfg(test)]
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        self.words.capacity() * WORD
+    }
+}
+
+impl<C: 'static> Drop for Queue<C> {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+#[cfg(test)]
+#[path = "queue_tests.rs"]
+mod tests;
