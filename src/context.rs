@@ -159,6 +159,7 @@ impl<'a, A: Actor> Context<'a, A> {
     ///
     /// Messages from one sender to one address arrive in the order sent.
     /// A message nobody is subscribed to when it arrives is dropped (and counted).
+    #[inline]
     pub fn send<M: Send + 'static>(&mut self, to: &Address, message: M) {
         self.core.send(to, self.me, message);
     }

@@ -68,9 +68,11 @@ fn env<P>(id: u64, payload: P, drops: &Rc<Cell<u32>>) -> Env<P> {
     }
 }
 
+#[allow(dead_code)] // carried, never read
 #[repr(align(32))]
 struct Aligned32([u8; 3]);
 
+#[allow(dead_code)] // carried, never read
 #[repr(align(16))]
 struct Aligned16(u128);
 

@@ -95,7 +95,7 @@ pub(crate) fn remove_address(core: &mut Core, address: Key) {
 }
 
 /// Delivers one message to the handlers of its type on `dest`.
-#[inline]
+#[inline(always)]
 pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
     match core.routes.find(dest, TypeId::of::<M>()) {
         Found::One(sub) => {
@@ -147,7 +147,7 @@ pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message
 
 /// Calls the handler of `sub`; `false` if it is not there (unsubscribed by
 /// an earlier handler of this message, or lost to a panic).
-#[inline]
+#[inline(always)]
 fn call<M: 'static>(core: &mut Core, sub: Key, message: &M) -> bool {
     let Some(handler) = core.routes.take_handler(sub) else {
         return false;

@@ -134,7 +134,7 @@ impl Core {
     }
 
     /// Sends a user message: queued here, or posted to the address's locality.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn send<M: Send + 'static>(&mut self, to: &Address, sender: Key, message: M) {
         if to.locality_id() == self.id() {
             self.queue.push(UserEnvelope {
@@ -143,6 +143,15 @@ impl Core {
                 message,
             });
         } else {
+            self.send_remote(to, sender, message);
+        }
+    }
+
+    /// Sends a user message to an address of another locality.
+    #[cold]
+    #[inline(never)]
+    fn send_remote<M: Send + 'static>(&mut self, to: &Address, sender: Key, message: M) {
+        {
             let accepted =
                 to.0.locality
                     .post_user(to.key(), Key::REMOTE, message)
