@@ -172,7 +172,7 @@ impl<R: Request> fmt::Debug for Response<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.result {
             Ok(_) => write!(f, "Response({}, Ok)", self.id),
-            Err(e) => write!(f, "Response({}, Err({e}))", self.id),
+            Err(e) => write!(f, "Response({}, Err({e:#}))", self.id),
         }
     }
 }

@@ -170,7 +170,7 @@ proptest! {
         let exit = outcome.exit.clone().expect("the root went down");
         let chain: Vec<_> = exit.chain().collect();
         let depth = localities.len() - 1;
-        prop_assert_eq!(chain.len(), depth + 1, "{}", exit);
+        prop_assert_eq!(chain.len(), depth + 1, "{:#}", exit);
         for (level, link) in chain.iter().enumerate().take(depth) {
             prop_assert_eq!(link.code(), ErrorCode::FailureEscalation);
             let supervisor = addresses(&outcome, level);
@@ -178,7 +178,7 @@ proptest! {
         }
         let cause = chain[depth];
         prop_assert_eq!(cause.code(), ErrorCode::Failure);
-        prop_assert!(cause.context().is_some_and(|c| c.ends_with("crash")), "{}", cause);
+        prop_assert!(cause.context().is_some_and(|c| c.ends_with("crash")), "{:#}", cause);
     }
 
     /// A failed init at the bottom of a path of supervisors that shut down
@@ -196,7 +196,7 @@ proptest! {
         let exit = outcome.exit.clone().expect("the root went down");
         let chain: Vec<_> = exit.chain().collect();
         let depth = localities.len() - 1;
-        prop_assert_eq!(chain.len(), depth + 2, "{}", exit);
+        prop_assert_eq!(chain.len(), depth + 2, "{:#}", exit);
         for (level, link) in chain.iter().enumerate().take(depth) {
             prop_assert_eq!(link.code(), ErrorCode::ChildInitFailed);
             let supervisor = addresses(&outcome, level);
