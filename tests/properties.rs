@@ -13,8 +13,9 @@
 //! - `COMMUTATOR_SOAK=100000 cargo test --release --test properties -- --nocapture soak`
 //!   runs that many scenarios and prints `soak: N scenarios, F failures`,
 //!   with every failing seed (`COMMUTATOR_SOAK_BASE` fixes the first seed).
-//!   `COMMUTATOR_SOAK_THREADS=N` runs N scenarios on two and on three
-//!   threads instead of `THREAD_CASES`.
+//! - `COMMUTATOR_SOAK_THREADS=1000 cargo test --release --test properties -- --nocapture threads`
+//!   is the thread soak: the two thread tests run that many scenarios each
+//!   instead of `THREAD_CASES` (the `soak` test does not read this variable).
 //!
 //! Scenarios on one thread use a manual clock, so a seed replays exactly;
 //! the thread runs use the real clock (scaled down) and replay the scenario,
