@@ -140,7 +140,8 @@ impl ErrorCode {
 /// value (a clone of one error): such errors have no equality of their own.
 ///
 /// Dropping, printing and comparing walk the chain in a loop, so a chain of
-/// any length (one link per supervisor of a deep tree) needs no stack.
+/// any length (one link per supervisor of a deep tree) needs no more stack
+/// than a short one.
 ///
 /// [`source`]: std::error::Error::source
 #[derive(Clone)]
