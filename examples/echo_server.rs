@@ -57,7 +57,7 @@ impl Listener {
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) => return ctx.fail(Error::io(&e)),
+                Err(e) => return ctx.fail(Error::io(e)),
             }
         }
     }
@@ -96,7 +96,7 @@ impl Connection {
                     Ok(n) => drop(self.pending.drain(..n)),
                     Err(e) if e.kind() == ErrorKind::WouldBlock => return, // wait until writable
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(e) => return ctx.fail(Error::io(&e)),
+                    Err(e) => return ctx.fail(Error::io(e)),
                 }
             }
             match stream.read(&mut buffer) {
@@ -104,7 +104,7 @@ impl Connection {
                 Ok(n) => self.pending.extend_from_slice(&buffer[..n]),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return ctx.fail(Error::io(&e)),
+                Err(e) => return ctx.fail(Error::io(e)),
             }
         }
     }

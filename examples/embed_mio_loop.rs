@@ -137,7 +137,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let reason = locality
         .exit_reason()
-        .map_or_else(|| "none".to_string(), ToString::to_string);
+        .map_or_else(|| "none".to_string(), |reason| format!("{reason:#}"));
     println!(
         "loop: locality finished after {:.2} s: {reason} ({} messages delivered)",
         started.elapsed().as_secs_f64(),

@@ -115,7 +115,7 @@ impl Client {
                 "client",
                 format!("{:?} came back as {answer:?}", r.request().0),
             ),
-            Err(e) => log("client", format!("no echo: {e}")),
+            Err(e) => log("client", format!("no echo: {e:#}")),
         }
         self.said += 1;
         if self.said < WORDS.len() {

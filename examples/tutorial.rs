@@ -96,7 +96,7 @@ impl Teller {
         let account = r.request().account;
         match r.result() {
             Ok(balance) => println!("teller: account {account} holds {balance}"),
-            Err(e) => println!("teller: account {account}: {e}"),
+            Err(e) => println!("teller: account {account}: {e:#}"),
         }
         if account == ARCHIVED {
             ctx.shutdown_supervisor(); // the root goes, so `run` returns

@@ -312,10 +312,13 @@ impl<'a, A: Actor> Context<'a, A> {
     /// locality's clock from now), or `Cancelled`
     /// ([`cancel_request`](Context::cancel_request)).
     ///
-    /// The server sees a [`RequestMsg<R>`](crate::RequestMsg). If this actor
-    /// shuts down first, its pending requests end with it: the servers get a
-    /// [`CancelRequest<R>`](crate::CancelRequest) and no response is
-    /// delivered. See the example on [`Request`](crate::Request).
+    /// The server sees a [`RequestMsg<R>`](crate::RequestMsg). Whenever the
+    /// request ends without a reply, the server is told with a
+    /// [`CancelRequest<R>`](crate::CancelRequest) (so it can stop working on
+    /// it): at the timeout, on `cancel_request`, and when this actor shuts
+    /// down first (its pending requests end with it, and no response is
+    /// delivered). A reply that comes after that is dropped. See the example
+    /// on [`Request`](crate::Request).
     pub fn request<R: Request>(
         &mut self,
         to: &Address,

@@ -113,17 +113,38 @@ impl ErrorCode {
 /// An error: a [code](ErrorCode), an optional context (who or what), and the
 /// error that caused it, if any.
 ///
-/// Cloning is cheap (the cause is shared). `Display` prints the whole chain,
-/// one cause after another:
+/// It follows the conventions of [`std::error::Error`]: `Display` (`{}`)
+/// prints this level only (the code and the context), [`source`] returns the
+/// cause, and the alternate form `{:#}` prints the whole chain, one cause per
+/// line. `Debug` prints as `{:#}`, so a `main` that returns an `Error` shows
+/// the whole chain. Cloning is cheap (context and cause are shared).
 ///
 /// ```
 /// use commutator::{Error, ErrorCode};
 /// let root = Error::new(ErrorCode::InitFailed).with_context("db#2");
 /// let top = Error::new(ErrorCode::ChildInitFailed).with_context("sup#1").caused_by(root);
-/// assert_eq!(top.to_string(), "child init failed (sup#1) <- init failed (db#2)");
+/// assert_eq!(top.to_string(), "child init failed (sup#1)");
+/// assert_eq!(format!("{top:#}"), "child init failed (sup#1)\n  <- init failed (db#2)");
 /// assert_eq!(top.root_cause().code(), ErrorCode::InitFailed);
 /// ```
-#[derive(Clone, PartialEq, Eq)]
+///
+/// The cause is another `Error` ([`caused_by`](Error::caused_by)) or any
+/// other error ([`with_source`](Error::with_source), [`Error::io`]).
+/// [`chain`](Error::chain) and [`root_cause`](Error::root_cause) walk the
+/// `Error` links only and stop at a cause of another type;
+/// [`sources`](Error::sources) (and `{:#}`) go on through it and its own
+/// sources.
+///
+/// Two errors are equal when their codes and contexts are equal level by
+/// level down their `Error` links, and a cause of another type is the *same*
+/// value (a clone of one error): such errors have no equality of their own.
+///
+/// Dropping, printing and comparing walk the chain in a loop, so a chain of
+/// any length (one link per supervisor of a deep tree) needs no more stack
+/// than a short one.
+///
+/// [`source`]: std::error::Error::source
+#[derive(Clone)]
 pub struct Error {
     code: ErrorCode,
     /// Context and cause, shared: an error of a code alone (most shutdown
@@ -131,10 +152,41 @@ pub struct Error {
     more: Option<Arc<More>>,
 }
 
-#[derive(Clone, Default, PartialEq, Eq)]
+/// An error of another type, shared so that [`Error`] stays `Clone`.
+type Foreign = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+#[derive(Clone, Default)]
 struct More {
     context: Option<Cow<'static, str>>,
-    cause: Option<Error>,
+    cause: Cause,
+}
+
+#[derive(Clone, Default)]
+enum Cause {
+    #[default]
+    None,
+    Error(Error),
+    Foreign(Foreign),
+}
+
+static NO_CAUSE: Cause = Cause::None;
+
+impl Drop for More {
+    /// Unlinks the chain below in a loop (the derived drop would recurse once
+    /// per link and overflow the stack on a long chain). A link still shared
+    /// with a clone stops the loop: its last owner drops the rest.
+    fn drop(&mut self) {
+        let mut next = std::mem::take(&mut self.cause);
+        while let Cause::Error(Error {
+            more: Some(more), ..
+        }) = next
+        {
+            match Arc::into_inner(more) {
+                Some(mut more) => next = std::mem::take(&mut more.cause),
+                None => break,
+            }
+        }
+    }
 }
 
 impl Error {
@@ -147,6 +199,13 @@ impl Error {
         Arc::make_mut(self.more.get_or_insert_with(Default::default))
     }
 
+    fn parts(&self) -> (Option<&str>, &Cause) {
+        match &self.more {
+            Some(more) => (more.context.as_deref(), &more.cause),
+            None => (None, &NO_CAUSE),
+        }
+    }
+
     /// A normal-shutdown reason.
     pub fn normal() -> Error {
         Error::new(ErrorCode::Normal)
@@ -157,9 +216,11 @@ impl Error {
         Error::new(ErrorCode::Failure).with_context(what)
     }
 
-    /// Wraps an operating-system I/O error (kept as text, so the error stays `Clone`).
-    pub fn io(err: &std::io::Error) -> Error {
-        Error::new(ErrorCode::Io).with_context(err.to_string())
+    /// Wraps an operating-system I/O error: code [`ErrorCode::Io`], with the
+    /// `io::Error` itself as the [source](std::error::Error::source) (the same
+    /// as `Error::from(err)`).
+    pub fn io(err: std::io::Error) -> Error {
+        Error::new(ErrorCode::Io).with_source(err)
     }
 
     /// Sets the context: which actor, address or name the error is about.
@@ -170,7 +231,38 @@ impl Error {
 
     /// Sets the cause: the error below this one in the chain.
     pub fn caused_by(mut self, cause: Error) -> Error {
-        self.more_mut().cause = Some(cause);
+        self.more_mut().cause = Cause::Error(cause);
+        self
+    }
+
+    /// Sets the cause to an error of any type: it becomes this error's
+    /// [`source`](std::error::Error::source) and is printed by `{:#}`.
+    ///
+    /// Takes any `std::error::Error + Send + Sync + 'static`, or one already
+    /// boxed as `Box<dyn Error + Send + Sync>`. An [`Error`] given here
+    /// becomes an `Error` link, as with [`caused_by`](Error::caused_by).
+    ///
+    /// ```
+    /// use commutator::{Error, ErrorCode};
+    /// use std::error::Error as _;
+    ///
+    /// let parse = "x1".parse::<u32>().unwrap_err();
+    /// let err = Error::new(ErrorCode::InvalidArgument)
+    ///     .with_context("port")
+    ///     .with_source(parse);
+    /// assert_eq!(err.to_string(), "invalid argument (port)");
+    /// assert_eq!(format!("{err:#}"), "invalid argument (port)\n  <- invalid digit found in string");
+    /// let source = err.source().unwrap();
+    /// assert!(source.downcast_ref::<std::num::ParseIntError>().is_some());
+    /// ```
+    pub fn with_source(
+        mut self,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Error {
+        self.more_mut().cause = match source.into().downcast::<Error>() {
+            Ok(error) => Cause::Error(*error),
+            Err(other) => Cause::Foreign(Arc::from(other)),
+        };
         self
     }
 
@@ -181,20 +273,34 @@ impl Error {
 
     /// The context, if any.
     pub fn context(&self) -> Option<&str> {
-        self.more.as_ref()?.context.as_deref()
+        self.parts().0
     }
 
-    /// The error that caused this one, if any.
+    /// The `Error` that caused this one, if any. A cause of another type
+    /// (see [`with_source`](Error::with_source)) is not an `Error`: reach it
+    /// with [`source`](std::error::Error::source) or [`sources`](Error::sources).
     pub fn cause(&self) -> Option<&Error> {
-        self.more.as_ref()?.cause.as_ref()
+        match self.parts().1 {
+            Cause::Error(e) => Some(e),
+            _ => None,
+        }
     }
 
-    /// This error and then each cause, down to the root cause.
+    /// This error and then each cause that is an `Error`, down to the root
+    /// cause; it stops at a cause of another type.
     pub fn chain(&self) -> impl Iterator<Item = &Error> {
         std::iter::successors(Some(self), |e| e.cause())
     }
 
-    /// The deepest cause (this error if it has none).
+    /// This error and then every source below it, of any type (what `{:#}`
+    /// prints, one per line).
+    pub fn sources(&self) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+        let first: &(dyn std::error::Error + 'static) = self;
+        std::iter::successors(Some(first), |e| e.source())
+    }
+
+    /// The deepest `Error` of the [chain](Error::chain) (this error if it has
+    /// no `Error` cause).
     pub fn root_cause(&self) -> &Error {
         self.chain().last().unwrap_or(self)
     }
@@ -204,25 +310,55 @@ impl Error {
         self.code.is_normal()
     }
 
-    fn fmt_one(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    /// As a `dyn Error`, for `tracing` fields: a subscriber may then print
+    /// the sources too.
+    pub(crate) fn as_dyn_error(&self) -> &(dyn std::error::Error + 'static) {
+        self
+    }
+}
+
+impl PartialEq for Error {
+    /// Level by level, in a loop (see [`Error`] for causes of other types).
+    fn eq(&self, other: &Error) -> bool {
+        let (mut a, mut b) = (self, other);
+        loop {
+            if a.code != b.code {
+                return false;
+            }
+            if let (Some(x), Some(y)) = (&a.more, &b.more)
+                && Arc::ptr_eq(x, y)
+            {
+                return true;
+            }
+            let ((context_a, cause_a), (context_b, cause_b)) = (a.parts(), b.parts());
+            if context_a != context_b {
+                return false;
+            }
+            match (cause_a, cause_b) {
+                (Cause::None, Cause::None) => return true,
+                (Cause::Error(x), Cause::Error(y)) => (a, b) = (x, y),
+                (Cause::Foreign(x), Cause::Foreign(y)) => return Arc::ptr_eq(x, y),
+                _ => return false,
+            }
+        }
+    }
+}
+
+impl Eq for Error {}
+
+impl fmt::Display for Error {
+    /// `{}` prints this level: the code, then the context in parentheses.
+    /// `{:#}` prints the whole chain, each source on a line of its own after
+    /// `  <- `.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.code)?;
         if let Some(c) = self.context() {
             write!(f, " ({c})")?;
         }
-        Ok(())
-    }
-}
-
-impl fmt::Display for Error {
-    /// `{}` prints the chain on one line, causes after ` <- `; `{:#}` puts
-    /// each cause on a line of its own.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let separator = if f.alternate() { "\n  <- " } else { " <- " };
-        for (i, e) in self.chain().enumerate() {
-            if i > 0 {
-                f.write_str(separator)?;
+        if f.alternate() {
+            for source in self.sources().skip(1) {
+                write!(f, "\n  <- {source}")?;
             }
-            e.fmt_one(f)?;
         }
         Ok(())
     }
@@ -237,8 +373,11 @@ impl fmt::Debug for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.cause()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+        match self.parts().1 {
+            Cause::None => None,
+            Cause::Error(e) => Some(e),
+            Cause::Foreign(e) => Some(&**e),
+        }
     }
 }
 
@@ -250,7 +389,7 @@ impl From<ErrorCode> for Error {
 
 impl From<std::io::Error> for Error {
     fn from(err: std::io::Error) -> Error {
-        Error::io(&err)
+        Error::io(err)
     }
 }
 
@@ -258,8 +397,9 @@ impl From<std::io::Error> for Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A message that could not be sent, handed back to the caller with the reason.
-#[derive(thiserror::Error)]
-#[error("message not sent: {error}")]
+///
+/// `Display` prints "message not sent: " and the error's own level; its
+/// [`source`](std::error::Error::source) is the error's cause.
 pub struct SendError<M> {
     /// The message, returned unchanged.
     pub message: M,
@@ -267,9 +407,21 @@ pub struct SendError<M> {
     pub error: Error,
 }
 
+impl<M> fmt::Display for SendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "message not sent: {}", self.error)
+    }
+}
+
 impl<M> fmt::Debug for SendError<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SendError({})", self.error)
+        write!(f, "SendError({:#})", self.error)
+    }
+}
+
+impl<M> std::error::Error for SendError<M> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
     }
 }
 

@@ -172,7 +172,7 @@ pub(crate) fn register<S: Source>(
         .map(|r| r.register(&mut source, token, interest));
     if let Some(Err(e)) = registered {
         t.slots.remove(key);
-        return Err(Error::io(&e));
+        return Err(Error::io(e));
     }
     drop(t);
     Ok(IoGuard {
@@ -276,7 +276,7 @@ impl<S: Source> IoGuard<S> {
         }
         registry
             .reregister(source, t.token(self.id.0), interest)
-            .map_err(|e| Error::io(&e))
+            .map_err(Error::io)
     }
 
     /// Deregisters the source and hands it back.

@@ -94,8 +94,9 @@
 //!
 //! **Failures.**
 //! - An [`Error`] is an [`ErrorCode`], a context (who or what) and the error
-//!   that caused it. Shutdown reasons, failed responses and refused calls are
-//!   all `Error`s; `{:#}` prints the chain one cause per line. Misuse of the
+//!   that caused it (an `Error`, or any `std::error::Error`). Shutdown
+//!   reasons, failed responses and refused calls are all `Error`s; `{}`
+//!   prints one level, `{:#}` the chain one cause per line. Misuse of the
 //!   API returns `Err`, it does not panic; a message that cannot be sent is
 //!   handed back in a [`SendError`].
 //!

@@ -327,7 +327,7 @@ fn init_failed(core: &mut Core, me: Key, error: Error) {
             .with_context(cell.address.to_string())
             .caused_by(error),
     };
-    tracing::warn!(actor = %cell.address, %reason, "init failed");
+    tracing::warn!(actor = %cell.address, reason = reason.as_dyn_error(), "init failed");
     on_shutdown_request(core, me, reason);
 }
 
@@ -492,7 +492,7 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     let actor = &cell.actor;
     let restart =
         crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false);
-    tracing::debug!(actor = %cell.address, %reason, "shut down");
+    tracing::debug!(actor = %cell.address, reason = reason.as_dyn_error(), "shut down");
     match &cell.parent {
         Some(parent) => {
             let down = SystemMsg::ChildDown {

@@ -172,7 +172,7 @@ impl<R: Request> fmt::Debug for Response<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.result {
             Ok(_) => write!(f, "Response({}, Ok)", self.id),
-            Err(e) => write!(f, "Response({}, Err({e}))", self.id),
+            Err(e) => write!(f, "Response({}, Err({e:#}))", self.id),
         }
     }
 }
@@ -196,8 +196,9 @@ impl<R: Request> Response<R> {
     }
 }
 
-/// Sent to the server's address when the requester cancels a request or shuts
-/// down before a response; a server may subscribe to it to stop its work.
+/// Sent to the server's address when a request ends without a reply: its
+/// timeout expired, the requester cancelled it, or the requester shut down
+/// first. It does not say which. A server may subscribe to it to stop its work.
 pub struct CancelRequest<R: Request> {
     id: RequestId,
     reply_to: Address,

@@ -304,7 +304,7 @@ fn a_failed_init_shuts_down_the_whole_supervisor_by_default() {
     let reason = locality.exit_reason().expect("finished");
     assert_eq!(reason.code(), ErrorCode::ChildInitFailed);
     assert_eq!(reason.root_cause().code(), ErrorCode::Failure);
-    insta::assert_snapshot!(reason.to_string());
+    insta::assert_snapshot!(format!("{reason:#}"));
     insta::assert_snapshot!("default_policy_trace", log.text());
     assert_eq!(locality.stats().actors, 0);
 }
@@ -334,8 +334,8 @@ fn a_failed_init_stops_the_supervisor_even_if_the_other_children_confirm_afterwa
         log.lines()
     );
     assert_eq!(
-        locality.exit_reason().unwrap().to_string(),
-        "child init failed (L0/root#1) <- init failed (L0/bad#2) <- actor failure (no database)"
+        format!("{:#}", locality.exit_reason().unwrap()),
+        "child init failed (L0/root#1)\n  <- init failed (L0/bad#2)\n  <- actor failure (no database)"
     );
     assert!(
         !log.lines()
@@ -366,11 +366,11 @@ fn a_failed_init_deep_in_the_tree_escalates_to_the_root() {
     locality.run_until_idle(clock.at(0));
 
     assert!(locality.is_finished());
-    let reason = locality.exit_reason().expect("finished").to_string();
+    let reason = format!("{:#}", locality.exit_reason().expect("finished"));
     assert_eq!(
         reason,
-        "child init failed (L0/root#1) <- child init failed (L0/sup#2) <- init failed (L0/bad#3) \
-         <- actor failure (no database)"
+        "child init failed (L0/root#1)\n  <- child init failed (L0/sup#2)\n  <- init failed (L0/bad#3)\
+         \n  <- actor failure (no database)"
     );
 }
 
@@ -772,8 +772,8 @@ fn a_failed_vote_shuts_the_actor_down_with_the_error_as_its_reason() {
     l.run_until_idle(clock.at(0));
     assert!(l.is_finished());
     assert_eq!(
-        l.exit_reason().unwrap().to_string(),
-        "child init failed (L0/root#1) <- init failed (L0/gated#2) <- actor failure (broken)"
+        format!("{:#}", l.exit_reason().unwrap()),
+        "child init failed (L0/root#1)\n  <- init failed (L0/gated#2)\n  <- actor failure (broken)"
     );
 }
 

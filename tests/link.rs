@@ -199,11 +199,11 @@ fn a_link_to_a_gone_server_fails_the_clients_init() {
     l.run_until_idle(clock.at(2));
     // The default init-failure policy shuts the supervisor down.
     assert!(l.is_finished());
-    let reason = l.exit_reason().unwrap().to_string();
+    let reason = format!("{:#}", l.exit_reason().unwrap());
     assert_eq!(
         reason,
-        "child init failed (L0/root#1) <- init failed (L0/client#3) <- link failed (L0/server#2) \
-         <- stale address (L0/server#2 is gone)"
+        "child init failed (L0/root#1)\n  <- init failed (L0/client#3)\n  <- link failed (L0/server#2)\
+         \n  <- stale address (L0/server#2 is gone)"
     );
 }
 
@@ -284,10 +284,10 @@ fn an_actor_cannot_link_to_itself() {
         l.is_finished(),
         "its init failed, and with it the supervisor (default policy)"
     );
-    let reason = l.exit_reason().unwrap().to_string();
+    let reason = format!("{:#}", l.exit_reason().unwrap());
     assert!(
         reason.ends_with(
-            "<- link failed (L0/narcissus#2) <- invalid argument (an actor cannot link to itself)"
+            "<- link failed (L0/narcissus#2)\n  <- invalid argument (an actor cannot link to itself)"
         ),
         "{reason}"
     );

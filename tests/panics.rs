@@ -73,8 +73,8 @@ fn the_panic_reaches_the_supervisor_as_a_failure_with_its_message() {
     l.run_until_idle(clock.at(1));
     let reason = l.exit_reason().unwrap();
     assert_eq!(
-        reason.to_string(),
-        "failure escalation (L0/root#1) <- panicked (L0/panicky#2: bad input)"
+        format!("{reason:#}"),
+        "failure escalation (L0/root#1)\n  <- panicked (L0/panicky#2: bad input)"
     );
     assert_clean(&l);
 }
@@ -191,7 +191,7 @@ fn a_panicking_restart_factory_is_a_failed_restart() {
     l.send(&bad, Boom).unwrap();
     l.run_until_idle(clock.at(1));
     assert!(l.is_finished(), "the failed restart escalated");
-    let chain = l.exit_reason().unwrap().to_string();
+    let chain = format!("{:#}", l.exit_reason().unwrap());
     assert!(
         chain.contains("panicked (L0/root#1: the factory cannot make a second one)"),
         "{chain}"

@@ -13,8 +13,9 @@
 //! - `COMMUTATOR_SOAK=100000 cargo test --release --test properties -- --nocapture soak`
 //!   runs that many scenarios and prints `soak: N scenarios, F failures`,
 //!   with every failing seed (`COMMUTATOR_SOAK_BASE` fixes the first seed).
-//!   `COMMUTATOR_SOAK_THREADS=N` runs N scenarios on two and on three
-//!   threads instead of `THREAD_CASES`.
+//! - `COMMUTATOR_SOAK_THREADS=1000 cargo test --release --test properties -- --nocapture threads`
+//!   is the thread soak: the two thread tests run that many scenarios each
+//!   instead of `THREAD_CASES` (the `soak` test does not read this variable).
 //!
 //! Scenarios on one thread use a manual clock, so a seed replays exactly;
 //! the thread runs use the real clock (scaled down) and replay the scenario,
@@ -170,7 +171,7 @@ proptest! {
         let exit = outcome.exit.clone().expect("the root went down");
         let chain: Vec<_> = exit.chain().collect();
         let depth = localities.len() - 1;
-        prop_assert_eq!(chain.len(), depth + 1, "{}", exit);
+        prop_assert_eq!(chain.len(), depth + 1, "{:#}", exit);
         for (level, link) in chain.iter().enumerate().take(depth) {
             prop_assert_eq!(link.code(), ErrorCode::FailureEscalation);
             let supervisor = addresses(&outcome, level);
@@ -178,7 +179,7 @@ proptest! {
         }
         let cause = chain[depth];
         prop_assert_eq!(cause.code(), ErrorCode::Failure);
-        prop_assert!(cause.context().is_some_and(|c| c.ends_with("crash")), "{}", cause);
+        prop_assert!(cause.context().is_some_and(|c| c.ends_with("crash")), "{:#}", cause);
     }
 
     /// A failed init at the bottom of a path of supervisors that shut down
@@ -196,7 +197,7 @@ proptest! {
         let exit = outcome.exit.clone().expect("the root went down");
         let chain: Vec<_> = exit.chain().collect();
         let depth = localities.len() - 1;
-        prop_assert_eq!(chain.len(), depth + 2, "{}", exit);
+        prop_assert_eq!(chain.len(), depth + 2, "{:#}", exit);
         for (level, link) in chain.iter().enumerate().take(depth) {
             prop_assert_eq!(link.code(), ErrorCode::ChildInitFailed);
             let supervisor = addresses(&outcome, level);

@@ -87,7 +87,11 @@ fn a_duplicate_name_fails_init_with_already_registered() {
     assert!(l.is_finished());
     let reason = l.exit_reason().unwrap();
     assert_eq!(reason.root_cause().code(), ErrorCode::AlreadyRegistered);
-    insta::assert_snapshot!(reason.to_string(), @"child init failed (L0/root#1) <- init failed (L0/two#4) <- already registered (bank -> L0/one#3)");
+    insta::assert_snapshot!(format!("{reason:#}"), @"
+    child init failed (L0/root#1)
+      <- init failed (L0/two#4)
+      <- already registered (bank -> L0/one#3)
+    ");
 }
 
 #[test]
@@ -210,7 +214,7 @@ fn without_a_registry_registry_calls_fail_init_with_unknown_service() {
     assert_eq!(l.state_of(&client), None);
     let reason = l.exit_reason().unwrap();
     assert_eq!(reason.root_cause().code(), ErrorCode::UnknownService);
-    assert!(reason.to_string().contains("no registry"), "{reason}");
+    assert!(format!("{reason:#}").contains("no registry"), "{reason:#}");
 }
 
 #[test]

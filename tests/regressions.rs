@@ -358,7 +358,7 @@ fn a_supervisor_cannot_link_to_its_own_child() {
         l.is_finished(),
         "no deadlock: the link was refused, so the supervisor's init failed"
     );
-    let reason = l.exit_reason().unwrap().to_string();
+    let reason = format!("{:#}", l.exit_reason().unwrap());
     assert!(
         reason.contains("a supervisor cannot link to its own descendant"),
         "{reason}"

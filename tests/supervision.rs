@@ -326,7 +326,7 @@ fn a_failure_deep_in_the_tree_escalates_to_the_root_with_the_whole_cause_chain()
     let reason = w.l.exit_reason().unwrap();
     assert_eq!(reason.code(), ErrorCode::FailureEscalation);
     assert_eq!(reason.root_cause().code(), ErrorCode::Failure);
-    insta::assert_snapshot!(reason.to_string().replace(" <- ", "\n<- "));
+    insta::assert_snapshot!(format!("{reason:#}"));
 }
 
 #[test]
@@ -369,8 +369,8 @@ fn autoshutdown_ends_the_supervisor_when_its_child_ends() {
     w.quit(&worker, Quit::Fail, 1);
     assert!(w.l.is_finished());
     assert_eq!(
-        w.l.exit_reason().unwrap().to_string(),
-        "child down (L0/root#1) <- actor failure (boom)"
+        format!("{:#}", w.l.exit_reason().unwrap()),
+        "child down (L0/root#1)\n  <- actor failure (boom)"
     );
 }
 

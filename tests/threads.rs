@@ -251,8 +251,8 @@ fn a_failure_escalates_across_threads_to_the_root() {
     .unwrap();
     let reason = l0.run().unwrap_err();
     assert_eq!(
-        reason.to_string(),
-        "failure escalation (L0/root#1) <- failure escalation (L1/team#1) <- actor failure (crash)"
+        format!("{reason:#}"),
+        "failure escalation (L0/root#1)\n  <- failure escalation (L1/team#1)\n  <- actor failure (crash)"
     );
     assert_eq!(log.lines(), ["crasher started on L1"]);
     assert_eq!(l1.finish(), Ok(()));
@@ -278,10 +278,8 @@ fn a_child_on_another_thread_is_restarted_there() {
     assert_eq!(log.lines(), ["crasher started on L1"; 3]);
     assert_eq!(reason.code(), ErrorCode::FailureEscalation);
     assert!(
-        reason
-            .to_string()
-            .contains("restart limit reached (L1/crasher#3: 2 restarts in 60s)"),
-        "{reason}"
+        format!("{reason:#}").contains("restart limit reached (L1/crasher#3: 2 restarts in 60s)"),
+        "{reason:#}"
     );
     assert_eq!(l1.finish(), Ok(()));
 }

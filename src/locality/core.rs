@@ -277,7 +277,7 @@ impl Core {
     /// A broken contract (such as a shutdown timeout): the handler decides;
     /// by default the locality stops with the error.
     pub(crate) fn contract_violation(&mut self, error: Error) {
-        tracing::error!(locality = %self.name(), %error, "contract violation");
+        tracing::error!(locality = %self.name(), error = error.as_dyn_error(), "contract violation");
         let action = match self.on_violation.as_mut() {
             Some(handler) => handler(&error),
             None => ViolationAction::Stop,

@@ -183,7 +183,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
         return;
     };
     let child = ChildLabel(record.address.clone());
-    tracing::debug!(supervisor = %my_address, %child, %reason, "child down");
+    tracing::debug!(supervisor = %my_address, %child, reason = reason.as_dyn_error(), "child down");
     let failed_init = record.initializing;
     if failed_init {
         record.initializing = false;
@@ -210,7 +210,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
     };
     match decision {
         Decision::Restart(delay) => {
-            tracing::info!(supervisor = %my_address, %child, %reason, ?delay, "restarting child");
+            tracing::info!(supervisor = %my_address, %child, reason = reason.as_dyn_error(), ?delay, "restarting child");
             record.state = ChildState::Restarting;
             // A restarting child counts as initializing: the supervisor's init waits for it.
             record.initializing = true;
@@ -234,7 +234,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
                 .is_some_and(|s| s.config.autoshutdown);
             let cause = match limit {
                 Some(limit) => {
-                    tracing::warn!(supervisor = %my_address, %child, %reason, "restart limit reached: giving up");
+                    tracing::warn!(supervisor = %my_address, %child, reason = reason.as_dyn_error(), "restart limit reached: giving up");
                     limit.caused_by(reason)
                 }
                 None => reason,

@@ -563,7 +563,7 @@ impl Checker<'_> {
                 && let Err(why) = self.explain(i, reason)
             {
                 problems.push(format!(
-                    "{}: reason `{reason}` unexplained: {why}",
+                    "{}: reason `{reason:#}` unexplained: {why}",
                     self.name(i.uid)
                 ));
             }
@@ -576,7 +576,7 @@ impl Checker<'_> {
             let fine = e.code() == ErrorCode::ShutdownTimeout
                 && who.is_some_and(|i| self.s.nodes[i.node].shutdown_timeout.is_some());
             if !fine {
-                problems.push(format!("unexplained contract violation: {e}"));
+                problems.push(format!("unexplained contract violation: {e:#}"));
             }
         }
         let root = self
@@ -600,7 +600,7 @@ impl Checker<'_> {
                 };
                 if !same {
                     problems.push(format!(
-                        "L0's exit reason {exit:?} is not the root's reason `{root}`"
+                        "L0's exit reason {exit:?} is not the root's reason `{root:#}`"
                     ));
                 }
             }
@@ -612,7 +612,7 @@ impl Checker<'_> {
                     && !gave_up_on_normal_exit(r)
                 {
                     problems.push(format!(
-                        "{}: `{r}` in a scenario without faults",
+                        "{}: `{r:#}` in a scenario without faults",
                         self.name(i.uid)
                     ));
                 }
@@ -678,7 +678,7 @@ impl Checker<'_> {
                 if fine {
                     Ok(())
                 } else {
-                    Err(format!("init failed for no injected reason: {cause}"))
+                    Err(format!("init failed for no injected reason: {cause:#}"))
                 }
             }
             ErrorCode::UnlinkRequested | ErrorCode::LinkFailed => {
@@ -771,7 +771,7 @@ impl Checker<'_> {
                     && sup.is_some_and(|s| s.init_failure == InitFailurePolicy::ShutdownSupervisor);
                 if next.is_some() && !wanted {
                     problems.push(format!(
-                        "{who} against its policy {:?} (reason `{reason}`)",
+                        "{who} against its policy {:?} (reason `{reason:#}`)",
                         spec.restart
                     ));
                 }
@@ -822,7 +822,7 @@ impl Checker<'_> {
                         self.o.env.since(due)
                     )),
                     None if next.is_none() && !leaving => problems.push(format!(
-                        "{who}: a restart was due at {}ms ({:?}, reason `{reason}`), none came",
+                        "{who}: a restart was due at {}ms ({:?}, reason `{reason:#}`), none came",
                         self.o.env.since(due),
                         spec.restart
                     )),

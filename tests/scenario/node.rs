@@ -342,7 +342,7 @@ impl Node {
             configure(ctx.spawn_on(&handle, factory), spec, &env).finish()
         };
         if let Err(e) = result {
-            self.broken(ctx, format!("spawning n{child} failed: {e}"));
+            self.broken(ctx, format!("spawning n{child} failed: {e:#}"));
         }
     }
 
@@ -408,7 +408,7 @@ impl Node {
                         );
                     }
                     Err(e) if e.code() == ErrorCode::StaleAddress => {}
-                    Err(e) => self.broken(ctx, format!("subscribe_external({target}): {e}")),
+                    Err(e) => self.broken(ctx, format!("subscribe_external({target}): {e:#}")),
                 }
             }
             Action::Request {
@@ -431,7 +431,7 @@ impl Node {
                 let id = match (via, self.replies.clone()) {
                     (true, Some(replies)) => match ctx.request_via(&replies, &to, ask, timeout_d) {
                         Ok(id) => id,
-                        Err(e) => return self.broken(ctx, format!("request_via: {e}")),
+                        Err(e) => return self.broken(ctx, format!("request_via: {e:#}")),
                     },
                     _ => ctx.request(&to, ask, timeout_d),
                 };
@@ -615,7 +615,7 @@ impl Actor for Node {
         ctx.subscribe(Self::on_stop);
         let replies = ctx.create_address("replies");
         if let Err(e) = ctx.subscribe_on(&replies, Self::on_response) {
-            self.broken(ctx, format!("subscribe_on(replies): {e}"));
+            self.broken(ctx, format!("subscribe_on(replies): {e:#}"));
         }
         self.replies = Some(replies);
         lock(&self.env.directory)[self.node].push(me);
@@ -647,7 +647,7 @@ impl Actor for Node {
                 ctx.acquire_resource(INIT_RESOURCE);
                 ctx.start_timer(env.ms(ms), |me: &mut Self, ctx, _| {
                     if let Err(e) = ctx.release_resource(INIT_RESOURCE) {
-                        me.broken(ctx, format!("releasing the init resource: {e}"));
+                        me.broken(ctx, format!("releasing the init resource: {e:#}"));
                     }
                 });
             }
@@ -656,7 +656,7 @@ impl Actor for Node {
                 ctx.start_timer(env.ms(ms), |me: &mut Self, ctx, _| {
                     me.fail(ctx, "fails its init late");
                     if let Err(e) = ctx.release_resource(INIT_RESOURCE) {
-                        me.broken(ctx, format!("releasing the init resource: {e}"));
+                        me.broken(ctx, format!("releasing the init resource: {e:#}"));
                     }
                 });
             }
@@ -703,7 +703,7 @@ impl Actor for Node {
             ctx.acquire_resource(SHUTDOWN_RESOURCE);
             ctx.start_timer(self.env.ms(ms), |me: &mut Self, ctx, _| {
                 if let Err(e) = ctx.release_resource(SHUTDOWN_RESOURCE) {
-                    me.broken(ctx, format!("releasing the shutdown resource: {e}"));
+                    me.broken(ctx, format!("releasing the shutdown resource: {e:#}"));
                 }
             });
         }
