@@ -7,9 +7,10 @@ use crate::builder::Builder;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lifecycle::{self, SystemMsg};
 use crate::locality::Core;
+use crate::locality::fire::TimerAction;
 use crate::request::{self, Request, RequestId, RequestMsg};
 use crate::subscription;
-use crate::timer::{TimerAction, TimerId};
+use crate::timer::TimerId;
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
@@ -283,14 +284,12 @@ impl<'a, A: Actor> Context<'a, A> {
     where
         F: FnOnce(&mut A, &mut Context<'_, A>, TimerId) + 'static,
     {
-        let deadline = self.core.deadline(after);
         let run = move |core: &mut Core, me: Key, id: TimerId| {
             with_actor::<A>(core, me, |a, ctx| callback(a, ctx, id))
         };
         let key = self
             .core
-            .timers
-            .start(deadline, self.me, TimerAction::User(Box::new(run)));
+            .start_timer(after, self.me, TimerAction::User(Box::new(run)));
         if let Some(cell) = self.core.actors.get_mut(self.me) {
             cell.rare().timers.push(key);
         }

@@ -13,11 +13,11 @@ use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
+use crate::locality::fire::TimerAction;
 use crate::locality::shared::Remote;
 use crate::plugin::{self, Vote, external, link};
 use crate::queue::Envelope;
 use crate::supervisor::{self, ChildId};
-use crate::timer::TimerAction;
 
 /// Framework traffic between actors and their supervisors.
 #[derive(Debug)]
@@ -252,7 +252,7 @@ fn arm_lifecycle_timer(
 ) {
     disarm_lifecycle_timer(core, me);
     if let Some(after) = timeout {
-        let key = core.timers.start(core.deadline(after), me, action);
+        let key = core.start_timer(after, me, action);
         if let Some(cell) = core.actors.get_mut(me) {
             cell.rare().lifecycle_timer = Some(key);
         }

@@ -9,9 +9,9 @@ use crate::address::Address;
 use crate::arena::{Key, remove_key};
 use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
+use crate::locality::fire::TimerAction;
 use crate::locality::shared::Remote;
 use crate::queue::Envelope;
-use crate::timer::TimerAction;
 use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
@@ -261,9 +261,7 @@ pub(crate) fn send<R: Request>(
         settle: settle::<R>,
     };
     let key = core.requests.insert(pending);
-    let timer = core
-        .timers
-        .start(core.deadline(timeout), me, TimerAction::Request(key));
+    let timer = core.start_timer(timeout, me, TimerAction::Request(key));
     if let Some(p) = core.requests.get_mut(key) {
         p.timer = timer;
     }

@@ -1,8 +1,9 @@
 //! `Core`: everything one locality holds, and what handlers reach through `Context`.
 
 use super::Stats;
+use super::fire::TimerAction;
 use super::shared::{LocalityShared, Remote};
-use crate::actor::{ActorCell, ActorState};
+use crate::actor::ActorCell;
 use crate::address::Address;
 use crate::arena::{Arena, Key, remove_key};
 use crate::error::Error;
@@ -14,11 +15,11 @@ use crate::queue::{Envelope, Queue};
 use crate::request::PendingRequest;
 use crate::routing::Routes;
 use crate::subscription::{AddressInfo, BoxedHandler};
-use crate::timer::{TimerAction, TimerId, Timers};
+use crate::timer::Timers;
 use std::borrow::Cow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The state of a locality, handed to handlers through [`Context`](crate::Context).
 pub(crate) struct Core {
@@ -36,7 +37,7 @@ pub(crate) struct Core {
     /// The locality's id (as in `shared`), kept here: one load less per send.
     id: u32,
     pub(crate) io: SharedIo,
-    pub(crate) timers: Timers,
+    pub(crate) timers: Timers<TimerAction>,
     pub(crate) stats: Stats,
     pub(crate) inspect: Inspect,
     pub(super) mail: Vec<Box<dyn Remote>>,
@@ -96,13 +97,6 @@ impl Core {
 
     pub(crate) fn name(&self) -> &str {
         &self.shared.name
-    }
-
-    /// `after` from now; a duration too long for the clock (`Duration::MAX`)
-    /// saturates to a century from now, so it never panics.
-    pub(crate) fn deadline(&self, after: Duration) -> Instant {
-        const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-        self.now.checked_add(after.min(CENTURY)).unwrap_or(self.now)
     }
 
     pub(crate) fn next_seq(&mut self) -> u64 {
@@ -386,47 +380,6 @@ impl Core {
                 }
             }
         }
-    }
-
-    /// Fires the timers that were due when this round began, at most
-    /// `limit` of them: one started meanwhile (even with no delay) waits for
-    /// the next round.
-    pub(super) fn fire_due_timers(&mut self, limit: usize) -> usize {
-        let mut fired = 0;
-        let round = self.timers.round();
-        while fired < limit {
-            let Some((key, entry)) = self.timers.pop_due(self.now, round) else {
-                break;
-            };
-            fired += 1;
-            let owner = entry.owner;
-            match entry.action {
-                TimerAction::User(callback) => {
-                    if let Some(rare) = self
-                        .actors
-                        .get_mut(owner)
-                        .and_then(|cell| cell.rare.as_deref_mut())
-                    {
-                        remove_key(&mut rare.timers, key);
-                    }
-                    callback(self, owner, TimerId(key));
-                }
-                TimerAction::InitTimeout => {
-                    lifecycle::on_lifecycle_timeout(self, owner, ActorState::Initializing)
-                }
-                TimerAction::ShutdownTimeout => {
-                    lifecycle::on_lifecycle_timeout(self, owner, ActorState::ShuttingDown)
-                }
-                TimerAction::Request(request) => crate::request::on_timeout(self, request),
-                TimerAction::Restart { slot } => {
-                    crate::supervisor::restart::restart_child(self, owner, slot)
-                }
-            }
-            if self.is_finished() {
-                break;
-            }
-        }
-        fired
     }
 }
 

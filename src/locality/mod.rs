@@ -1,6 +1,7 @@
 //! [`Locality`]: the sequential execution context, ready to embed in a mio loop.
 
 mod core;
+pub(crate) mod fire;
 mod handle;
 pub(crate) mod shared;
 

@@ -9,8 +9,8 @@ use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lifecycle;
 use crate::locality::Core;
+use crate::locality::fire::TimerAction;
 use crate::supervisor::{ChildId, ChildState, InitFailurePolicy, sup_mut};
-use crate::timer::TimerAction;
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
@@ -215,9 +215,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
             // A restarting child counts as initializing: the supervisor's init waits for it.
             record.initializing = true;
             sup.initializing += 1;
-            let timer = core
-                .timers
-                .start(core.deadline(delay), me, TimerAction::Restart { slot });
+            let timer = core.start_timer(delay, me, TimerAction::Restart { slot });
             if let Some(record) = sup_mut(core, me).and_then(|s| s.children.get_mut(slot)) {
                 record.restart_timer = Some(timer);
             }
