@@ -348,8 +348,9 @@ pub(crate) struct Rare {
     /// with the addresses).
     pub(crate) foreign_subscriptions: SmallVec<[Key; 1]>,
     pub(crate) timers: SmallVec<[Key; 1]>,
-    /// Requests this actor sent that wait for a response.
-    pub(crate) requests: SmallVec<[Key; 1]>,
+    /// Requests this actor sent that wait for a response: the head of
+    /// their list in the request table.
+    pub(crate) requests_head: Key,
     /// A failure reported while initializing, acted on by the next init vote.
     pub(crate) init_failure: Option<Error>,
     /// State of the built-in plugins.

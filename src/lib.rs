@@ -312,6 +312,7 @@ mod io;
 mod lifecycle;
 mod locality;
 mod message;
+mod pending;
 mod plugin;
 mod queue;
 mod registry;

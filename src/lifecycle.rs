@@ -458,15 +458,12 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         return;
     };
     let (subscriptions, timers, requests, identities) = match cell.rare.as_deref_mut() {
-        Some(rare) => {
-            let take = std::mem::take;
-            (
-                take(&mut rare.foreign_subscriptions),
-                take(&mut rare.timers),
-                take(&mut rare.requests),
-                take(&mut rare.identities),
-            )
-        }
+        Some(rare) => (
+            std::mem::take(&mut rare.foreign_subscriptions),
+            std::mem::take(&mut rare.timers),
+            std::mem::take(&mut rare.requests_head),
+            std::mem::take(&mut rare.identities),
+        ),
         None => Default::default(),
     };
     let main = cell.address.key();

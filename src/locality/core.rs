@@ -11,8 +11,9 @@ use crate::inspect::Inspect;
 use crate::io::{IoTable, SharedIo};
 use crate::lifecycle;
 use crate::message::UserEnvelope;
+use crate::pending::Pending;
 use crate::queue::{Envelope, Queue};
-use crate::request::PendingRequest;
+use crate::request::{Payloads, PendingRequest};
 use crate::routing::Routes;
 use crate::subscription::{AddressInfo, BoxedHandler};
 use crate::timer::Timers;
@@ -30,7 +31,9 @@ pub(crate) struct Core {
     pub(crate) actors: Arena<ActorCell>,
     /// Addresses and subscriptions.
     pub(crate) routes: Routes<AddressInfo, BoxedHandler>,
-    pub(crate) requests: Arena<PendingRequest>,
+    pub(crate) requests: Pending<PendingRequest>,
+    /// Spare request payload allocations.
+    pub(crate) payloads: Payloads,
     pub(crate) queue: Queue<Core>,
     /// The actor whose handler runs (for the dispatch loop's panic boundary).
     pub(crate) running: Key,
@@ -74,7 +77,8 @@ impl Core {
             clock_set: false,
             actors: Arena::default(),
             routes: Routes::default(),
-            requests: Arena::default(),
+            requests: Pending::default(),
+            payloads: Payloads::default(),
             queue: Queue::default(),
             running: Key::NONE,
             timers: Timers::default(),
