@@ -182,6 +182,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
     let Some(record) = sup.children.get_mut(slot) else {
         return;
     };
+    sup.held.remove(&slot);
     let child = ChildLabel(record.address.clone());
     tracing::debug!(supervisor = %my_address, %child, %reason, "child down");
     let failed_init = record.initializing;
