@@ -66,6 +66,11 @@ pub enum ErrorCode {
     /// User code (a handler, a hook, a factory, a `Drop`) panicked; the context says who and what.
     #[error("panicked")]
     Panicked,
+    /// The locality an actor lived on is gone before the actor shut down
+    /// (dropped before it finished); the context names the locality. Its
+    /// supervisor elsewhere gets this as the child's reason.
+    #[error("locality lost")]
+    LocalityLost,
 
     /// Misuse: spawning on a supervisor that is shutting down or gone.
     #[error("supervisor is shutting down")]

@@ -509,7 +509,16 @@ impl Drop for PollClaim {
 }
 
 impl Drop for Locality {
+    /// A locality dropped before it finished abandons its actors: their
+    /// supervisors on other localities get a `ChildDown` with
+    /// [`ErrorCode::LocalityLost`] (naming this locality), their linked
+    /// servers elsewhere are released, and its supervisors' children and
+    /// linked clients elsewhere are asked to go.
     fn drop(&mut self) {
+        if !self.core.is_finished() {
+            let lost = Error::new(ErrorCode::LocalityLost).with_context(self.name().to_string());
+            self.core.abandon(&lost);
+        }
         self.core.shared.close();
     }
 }

@@ -246,7 +246,7 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     // initializing are counted again on the way (restarting ones are dropped).
     let mut initializing = 0;
     sup.held.clear();
-    sup.children.retain(|_, record| {
+    sup.children.retain(|slot, record| {
         match record.state {
             ChildState::ShuttingDown => {}
             ChildState::Restarting => {
@@ -255,7 +255,9 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
             }
             _ => {
                 record.state = ChildState::ShuttingDown;
-                to_stop.extend(record.address.clone());
+                if let Some(address) = &record.address {
+                    to_stop.push((slot, address.clone()));
+                }
             }
         }
         initializing += usize::from(record.initializing);
@@ -265,10 +267,34 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     for timer in timers {
         core.timers.cancel(timer);
     }
-    for address in to_stop {
+    for (slot, address) in to_stop {
         let reason = Error::new(ErrorCode::SupervisorShutdown);
-        core.send_system(&address, SystemMsg::ShutdownRequest { reason });
+        stop_child(core, me, slot, &address, reason);
     }
+}
+
+/// Asks the child at `address` (in `slot`) to shut down. If its locality is
+/// gone, so is the child: the supervisor sends itself the child's
+/// `ChildDown` (`LocalityLost`, naming the locality) through its own inbox,
+/// behind whatever the child sent before its locality closed, so a real
+/// `ChildDown` comes first and the stand-in is then ignored.
+fn stop_child(core: &mut Core, me: Key, slot: usize, address: &Address, reason: Error) {
+    if core.send_system(address, SystemMsg::ShutdownRequest { reason }) {
+        return;
+    }
+    let Some(dest) = core.actors.get(me).map(|cell| cell.address.key()) else {
+        return;
+    };
+    let lost = Error::new(ErrorCode::LocalityLost).with_context(address.0.locality.name.clone());
+    tracing::warn!(child = %address, reason = %lost, "a child's locality is gone");
+    let msg = SystemMsg::ChildDown {
+        slot,
+        child: ChildId::of(address),
+        reason: lost,
+        restart: false,
+    };
+    core.shared
+        .post(Box::new(lifecycle::SysEnvelope { dest, msg }));
 }
 
 /// A child (or someone on its behalf) asks for the child to be shut down.
@@ -293,7 +319,7 @@ pub(crate) fn on_child_shutdown_trigger(
     let address = record.address.clone();
     sup.held.remove(&slot);
     if let Some(address) = address {
-        core.send_system(&address, SystemMsg::ShutdownRequest { reason });
+        stop_child(core, me, slot, &address, reason);
     }
 }
 
@@ -314,9 +340,51 @@ pub(crate) fn on_child_spawned(
             record.address = Some(address.clone());
             if record.state == ChildState::ShuttingDown {
                 let reason = Error::new(ErrorCode::SupervisorShutdown);
-                core.send_system(&address, SystemMsg::ShutdownRequest { reason });
+                stop_child(core, me, slot, &address, reason);
             }
         }
         Err(reason) => restart::on_child_lost(core, me, slot, reason),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Actor, ActorState, ErrorCode, Locality, Supervisor, SupervisorConfig};
+
+    struct Idle;
+    impl Actor for Idle {}
+
+    /// A child whose locality closed without a word (no `abandon`): the
+    /// shutdown request cannot be posted, and the supervisor counts the
+    /// child as gone instead of waiting for it forever.
+    #[test]
+    fn a_child_whose_locality_closed_is_gone_when_it_cannot_be_asked_to_go() {
+        let mut l0 = Locality::named("L0");
+        let mut l1 = Locality::named("L1");
+        let root = l0
+            .spawn_root(Supervisor)
+            .supervisor(SupervisorConfig::default())
+            .finish()
+            .unwrap();
+        let handle = l1.handle();
+        l0.spawn_on(&handle, &root, || Idle)
+            .escalate_failure()
+            .finish()
+            .unwrap();
+        for _ in 0..10 {
+            let (t0, t1) = (l0.now(), l1.now());
+            l0.run_until_idle(t0);
+            l1.run_until_idle(t1);
+        }
+        assert_eq!(l0.state_of(&root), Some(ActorState::Operational));
+        handle.shared.close();
+        drop(handle);
+        l0.shutdown(&root).unwrap();
+        let t0 = l0.now();
+        l0.run_until_idle(t0);
+        assert!(l0.is_finished(), "the root waits for a child it cannot reach");
+        // Shutting down, the root is past caring about the child's reason.
+        assert_eq!(l0.exit_reason().map(|e| e.code()), Some(ErrorCode::Normal));
+        drop(l1);
     }
 }
