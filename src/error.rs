@@ -105,6 +105,11 @@ pub enum ErrorCode {
     /// An I/O error from the operating system.
     #[error("I/O error")]
     Io,
+    /// Misuse: the actor is in its `shutdown_finish`, after which nothing it
+    /// starts could run (its subscriptions, timers, requests, addresses and
+    /// I/O go next); the context names the call.
+    #[error("actor finished")]
+    ActorFinished,
 }
 
 impl ErrorCode {
