@@ -4,6 +4,7 @@
 //! fails the test instead of stalling CI.
 
 use commutator::*;
+use commutator::RestartPolicy;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::mpsc;
@@ -583,4 +584,175 @@ impl Actor for Finder {
         ctx.discover("late")
             .then(move |_, address, _| *found.borrow_mut() = Some(address.to_string()));
     }
+}
+
+// ---------------------------------------------------------------------
+// Case 8: a supervisor that gives up on its last child is not silent.
+
+/// Fails as soon as it starts.
+struct Flaky;
+impl Actor for Flaky {
+    fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.fail(Error::failure("lost its connection"));
+    }
+}
+
+/// A middle supervisor that makes a [`Flaky`] child, restarted once at most
+/// and escalating when given up on (as in `examples/supervisor_tree.rs`).
+struct Middle;
+impl Actor for Middle {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let made = ctx
+            .spawn_with(|| Flaky)
+            .name("flaky")
+            .restart(RestartPolicy::OnFailure)
+            .restart_limit(1, Duration::from_secs(1))
+            .escalate_failure()
+            .finish();
+        if let Err(e) = made {
+            ctx.fail(e);
+        }
+    }
+}
+
+/// `L0/root` (with `config`) over `middle` (no `escalate_failure`) over
+/// `flaky`, run on a manual clock until idle; inspection lines at level 1
+/// go to the returned log.
+fn tree(config: SupervisorConfig) -> (Locality, Address, Rc<RefCell<Vec<String>>>) {
+    let mut l = Locality::named("L0");
+    let lines = Rc::new(RefCell::new(Vec::new()));
+    let sink = lines.clone();
+    l.inspect_with(1, move |line| sink.borrow_mut().push(line.to_string()));
+    let t0 = l.now();
+    let root = l
+        .spawn_root(Supervisor)
+        .name("root")
+        .supervisor(config)
+        .finish()
+        .unwrap();
+    l.spawn(&root, Middle)
+        .name("middle")
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .unwrap();
+    l.run_until_idle(t0);
+    (l, root, lines)
+}
+
+/// By default the root carries on without children (rotor's way), but no
+/// longer silently: each give-up is counted and shown by inspection.
+#[test]
+fn a_supervisor_that_gives_up_on_its_last_child_says_so() {
+    within(Duration::from_secs(20), || {
+        let (l, root, lines) = tree(SupervisorConfig::default());
+        assert_eq!(l.state_of(&root), Some(ActorState::Operational));
+        assert_eq!(l.stats().actors, 1, "only the root is left");
+        assert_eq!(l.stats().children_given_up, 2, "flaky, then middle");
+        let lines = lines.borrow();
+        let gave_up: Vec<&String> = lines.iter().filter(|l| l.contains("gave up")).collect();
+        assert_eq!(gave_up.len(), 2, "{lines:#?}");
+        assert!(
+            gave_up[0].starts_with("L0: L0/middle#2 gave up on child L0/flaky#")
+                && gave_up[0].contains("restart limit reached")
+                && gave_up[0].ends_with("; escalating"),
+            "{}",
+            gave_up[0]
+        );
+        assert!(
+            gave_up[1].starts_with("L0: L0/root#1 gave up on child L0/middle#2: failure escalation")
+                && gave_up[1].contains("lost its connection")
+                && gave_up[1].ends_with("; carrying on"),
+            "{}",
+            gave_up[1]
+        );
+    });
+}
+
+/// Opted in, the root shuts down with the failure that emptied it, and
+/// `System::run` returns it (it used to run forever).
+#[test]
+fn a_supervisor_made_to_shut_down_when_childless_ends_with_the_failure() {
+    within(Duration::from_secs(20), || {
+        let mut system = System::named("L0").unwrap();
+        let root = system
+            .spawn_root(Supervisor)
+            .name("root")
+            .supervisor(SupervisorConfig::default().shutdown_when_childless(true))
+            .finish()
+            .unwrap();
+        system
+            .spawn(&root, Middle)
+            .name("middle")
+            .supervisor(SupervisorConfig::default())
+            .finish()
+            .unwrap();
+        let reason = system.run().unwrap_err();
+        let codes: Vec<ErrorCode> = reason.chain().map(Error::code).collect();
+        assert_eq!(
+            codes,
+            [
+                ErrorCode::ChildDown,
+                ErrorCode::FailureEscalation,
+                ErrorCode::RestartLimit,
+                ErrorCode::Failure
+            ],
+            "{reason:#}"
+        );
+        assert_eq!(reason.context(), Some("L0/root#1: no child left"));
+        assert_eq!(system.stats().children_given_up, 2);
+    });
+}
+
+/// Its own registry does not count as a child; a last child that ended
+/// normally ends the supervisor normally.
+#[test]
+fn a_supervisor_with_only_its_registry_left_is_childless_and_ends_as_its_child_did() {
+    within(Duration::from_secs(20), || {
+        let mut l = Locality::named("L0");
+        let t0 = l.now();
+        let root = l
+            .spawn_root(Supervisor)
+            .supervisor(
+                SupervisorConfig::default()
+                    .with_registry()
+                    .shutdown_when_childless(true),
+            )
+            .finish()
+            .unwrap();
+        let one = l.spawn(&root, Idle).finish().unwrap();
+        let two = l.spawn(&root, Idle).finish().unwrap();
+        l.run_until_idle(t0);
+        l.shutdown(&one).unwrap();
+        l.run_until_idle(t0);
+        assert_eq!(l.state_of(&root), Some(ActorState::Operational), "one left");
+        l.shutdown(&two).unwrap();
+        l.run_until_idle(t0);
+        assert!(l.is_finished(), "no child left but the registry");
+        let reason = l.exit_reason().unwrap();
+        assert!(reason.is_normal(), "{reason}");
+        assert_eq!(l.stats().children_given_up, 0, "nothing failed");
+    });
+}
+
+/// Opted in, a supervisor still carries on while it has another child.
+#[test]
+fn a_supervisor_made_to_shut_down_when_childless_carries_on_while_a_child_is_left() {
+    within(Duration::from_secs(20), || {
+        let mut l = Locality::named("L0");
+        let t0 = l.now();
+        let root = l
+            .spawn_root(Supervisor)
+            .supervisor(SupervisorConfig::default().shutdown_when_childless(true))
+            .finish()
+            .unwrap();
+        l.spawn(&root, Idle).finish().unwrap();
+        l.spawn(&root, Middle)
+            .supervisor(SupervisorConfig::default())
+            .finish()
+            .unwrap();
+        l.run_until_idle(t0);
+        assert_eq!(l.state_of(&root), Some(ActorState::Operational));
+        assert_eq!(l.stats().actors, 2, "the root and its idle child");
+        assert_eq!(l.stats().children_given_up, 2);
+    });
 }

@@ -40,6 +40,9 @@ pub struct Stats {
     pub dropped_closed: u64,
     /// Replies that came after their request was settled (late or duplicate).
     pub dropped_late_replies: u64,
+    /// Failed children that their supervisor let go for good (not
+    /// restarted); each is also logged (`WARN`) and shown by inspection.
+    pub children_given_up: u64,
     /// Live actors.
     pub actors: usize,
     /// Live addresses.

@@ -36,7 +36,8 @@ pub enum InitFailurePolicy {
 /// Settings of a supervisor, given to [`Builder::supervisor`](crate::Builder::supervisor).
 ///
 /// The default: a child that fails its init takes the supervisor down, no
-/// registry, children start as soon as they are initialized. The struct is
+/// registry, children start as soon as they are initialized, and the
+/// supervisor carries on when it has let its last child go. The struct is
 /// `#[non_exhaustive]`: start from `SupervisorConfig::default()` and use the
 /// methods, e.g. `SupervisorConfig::default().with_registry()`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -48,6 +49,8 @@ pub struct SupervisorConfig {
     pub registry: bool,
     /// Start children only when none is initializing (a synchronized start).
     pub synchronize_start: bool,
+    /// Shut down once the last child is let go for good.
+    pub shutdown_when_childless: bool,
 }
 
 impl SupervisorConfig {
@@ -69,6 +72,22 @@ impl SupervisorConfig {
     /// Sets the policy for a child that fails to initialize.
     pub fn init_failure(mut self, policy: InitFailurePolicy) -> Self {
         self.init_failure = policy;
+        self
+    }
+
+    /// Shuts the supervisor down when it lets its last child go for good
+    /// (the child is not restarted; its own registry does not count): with
+    /// `ChildDown <- the child's reason` if the child failed, normally if it
+    /// ended normally. Its own supervisor then decides in turn.
+    ///
+    /// Off by default (rotor's way): a supervisor carries on without
+    /// children, and a failed child it gives up on is only logged (`WARN`),
+    /// shown by inspection and counted in
+    /// [`Stats::children_given_up`](crate::Stats::children_given_up). On, a
+    /// root made of [`Supervisor`] ends the program with the failure that
+    /// emptied it ([`System::run`](crate::System::run) returns it).
+    pub fn shutdown_when_childless(mut self, shutdown: bool) -> Self {
+        self.shutdown_when_childless = shutdown;
         self
     }
 }
@@ -154,6 +173,16 @@ impl SupervisorState {
 
     pub(crate) fn child_mut(&mut self, slot: usize, child: ChildId) -> Option<&mut ChildRecord> {
         self.children.get_mut(slot).filter(|c| c.is(child))
+    }
+
+    /// `true` if no child is left but the supervisor's own registry (its
+    /// first child, in slot 0, when it was made `with_registry`).
+    pub(crate) fn is_childless(&self) -> bool {
+        match self.children.len() {
+            0 => true,
+            1 => self.registry.is_some() && self.children.get(0).is_some_and(|r| r.address == self.registry),
+            _ => false,
+        }
     }
 }
 
