@@ -484,5 +484,4 @@ impl<'a, A: Actor> Context<'a, A> {
     pub fn cancel_request(&mut self, id: RequestId) -> bool {
         request::cancel(self.core, self.me, id)
     }
-
 }

@@ -3,8 +3,8 @@
 //! could hang runs on a thread of its own under a deadline, so a regression
 //! fails the test instead of stalling CI.
 
-use commutator::*;
 use commutator::RestartPolicy;
+use commutator::*;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::mpsc;
@@ -303,22 +303,25 @@ struct Server {
 }
 impl Actor for Server {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|me: &mut Self, _: &RequestMsg<Ping>, _: &mut Context<'_, Self>| {
-            me.heard.borrow_mut().push("request".into());
-        });
-        ctx.subscribe(|me: &mut Self, _: &CancelRequest<Ping>, _: &mut Context<'_, Self>| {
-            me.heard.borrow_mut().push("cancel".into());
-        });
+        ctx.subscribe(
+            |me: &mut Self, _: &RequestMsg<Ping>, _: &mut Context<'_, Self>| {
+                me.heard.borrow_mut().push("request".into());
+            },
+        );
+        ctx.subscribe(
+            |me: &mut Self, _: &CancelRequest<Ping>, _: &mut Context<'_, Self>| {
+                me.heard.borrow_mut().push("cancel".into());
+            },
+        );
     }
 }
 
-/// What [`finish`] leaves: the locality, its root, what the finisher saw
-/// and what the server heard.
+/// What [`finish`] leaves: the locality, what the finisher saw and what
+/// the server heard.
 struct Finished {
     l: Locality,
     /// Outlives the locality registered on it.
     _poll: mio::Poll,
-    root: Address,
     seen: Vec<String>,
     heard: Vec<String>,
 }
@@ -343,7 +346,12 @@ fn finish(mut finisher: Finisher, inspect: Option<Rc<RefCell<Vec<String>>>>) -> 
         .unwrap();
     let heard = Rc::new(RefCell::new(Vec::new()));
     let server = l
-        .spawn(&root, Server { heard: heard.clone() })
+        .spawn(
+            &root,
+            Server {
+                heard: heard.clone(),
+            },
+        )
         .name("server")
         .register_as("server")
         .finish()
@@ -369,7 +377,6 @@ fn finish(mut finisher: Finisher, inspect: Option<Rc<RefCell<Vec<String>>>>) -> 
     Finished {
         l,
         _poll: poll,
-        root,
         seen,
         heard,
     }
@@ -390,7 +397,10 @@ fn subscribe_in_shutdown_finish_subscribes_nothing_and_says_so() {
         let finisher = Finisher::at_finish(|me, ctx| {
             let id = ctx.subscribe(|_: &mut Finisher, _: &Ping, _: &mut Context<'_, Finisher>| {});
             me.saw(format!("subscribe none={}", id.is_none()));
-            me.saw(format!("unsubscribe {:?}", ctx.unsubscribe(id).map_err(|e| e.code())));
+            me.saw(format!(
+                "unsubscribe {:?}",
+                ctx.unsubscribe(id).map_err(|e| e.code())
+            ));
             let own = ctx.address().clone();
             let on = ctx.subscribe_on(&own, |_: &mut Finisher, _: &Ping, _| {});
             me.saw(format!("subscribe_on {:?}", on.map_err(|e| e.code())));
@@ -417,7 +427,11 @@ fn a_timer_started_in_shutdown_finish_is_none_and_never_fires() {
             let id = ctx.start_timer(Duration::from_secs(1), move |_, _, _| {
                 *flag.borrow_mut() = true;
             });
-            me.saw(format!("timer none={} {}", id.is_none(), id == TimerId::NONE));
+            me.saw(format!(
+                "timer none={} {}",
+                id.is_none(),
+                id == TimerId::NONE
+            ));
             me.saw(format!("cancel {}", ctx.cancel_timer(id)));
         });
         let Finished { l, seen, .. } = finish(finisher, None);
@@ -455,7 +469,11 @@ fn no_request_leaves_an_actor_in_its_shutdown_finish() {
         let Finished { l, seen, heard, .. } = finish(finisher, None);
         assert_eq!(
             seen,
-            ["request none=true", "cancel false", "request_via Err(ActorFinished)"]
+            [
+                "request none=true",
+                "cancel false",
+                "request_via Err(ActorFinished)"
+            ]
         );
         assert!(heard.is_empty(), "the server heard {heard:?}");
         only_the_others_are_left(&l);
@@ -469,7 +487,10 @@ fn subscribe_external_in_shutdown_finish_is_refused() {
         let there = elsewhere.spawn_root(Idle).finish().unwrap();
         let finisher = Finisher::at_finish(move |me, ctx| {
             let made = ctx.subscribe_external(&there, |_: &mut Finisher, _: &Tick, _| {});
-            me.saw(format!("subscribe_external {:?}", made.map_err(|e| e.code())));
+            me.saw(format!(
+                "subscribe_external {:?}",
+                made.map_err(|e| e.code())
+            ));
         });
         let Finished { l, seen, .. } = finish(finisher, None);
         assert_eq!(seen, ["subscribe_external Err(ActorFinished)"]);
@@ -486,7 +507,10 @@ fn register_io_in_shutdown_finish_is_refused() {
         let finisher = Finisher::at_finish(|me, ctx| {
             let socket = mio::net::UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
             let guard = ctx.register_io(socket, mio::Interest::READABLE);
-            me.saw(format!("register_io {:?}", guard.map(drop).map_err(|e| e.code())));
+            me.saw(format!(
+                "register_io {:?}",
+                guard.map(drop).map_err(|e| e.code())
+            ));
         });
         let Finished { l, seen, .. } = finish(finisher, None);
         assert_eq!(seen, ["register_io Err(ActorFinished)"]);
@@ -504,7 +528,8 @@ fn link_discover_acquire_and_spawn_in_shutdown_finish_start_nothing() {
         let finisher = Finisher::at_finish(move |me, ctx| {
             let server = me.server.clone().unwrap();
             ctx.link(&server);
-            ctx.discover("server").then(move |_, _, _| *flag.borrow_mut() = true);
+            ctx.discover("server")
+                .then(move |_, _, _| *flag.borrow_mut() = true);
             ctx.acquire_resource(7);
             me.saw(format!("resources {}", ctx.resources_held(7)));
             let spawned = ctx.spawn(Idle).finish();
@@ -548,12 +573,21 @@ fn a_name_registered_during_shutdown_is_not_left_behind() {
         assert_eq!(l.state_of(&late), None);
         let found = Rc::new(RefCell::new(None));
         let finder = l
-            .spawn(&root, Finder { found: found.clone() })
+            .spawn(
+                &root,
+                Finder {
+                    found: found.clone(),
+                },
+            )
             .finish()
             .unwrap();
         l.run_until_idle(t0);
         assert_eq!(*found.borrow(), None::<String>, "found a dead address");
-        assert_eq!(l.state_of(&finder), None, "nothing to find: its init failed");
+        assert_eq!(
+            l.state_of(&finder),
+            None,
+            "nothing to find: its init failed"
+        );
     });
 }
 
@@ -659,7 +693,8 @@ fn a_supervisor_that_gives_up_on_its_last_child_says_so() {
             gave_up[0]
         );
         assert!(
-            gave_up[1].starts_with("L0: L0/root#1 gave up on child L0/middle#2: failure escalation")
+            gave_up[1]
+                .starts_with("L0: L0/root#1 gave up on child L0/middle#2: failure escalation")
                 && gave_up[1].contains("lost its connection")
                 && gave_up[1].ends_with("; carrying on"),
             "{}",

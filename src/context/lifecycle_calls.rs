@@ -71,7 +71,8 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// Releases one resource of `kind`; the lifecycle continues when none is held.
     ///
-    /// Errors: [`ErrorCode::InvalidArgument`] if none of `kind` is held.
+    /// Errors: [`ErrorCode::InvalidArgument`](crate::ErrorCode::InvalidArgument)
+    /// if none of `kind` is held.
     pub fn release_resource(&mut self, kind: u32) -> Result<()> {
         crate::plugin::resources::release(self.core, self.me, kind)
     }
@@ -119,9 +120,11 @@ impl<'a, A: Actor> Context<'a, A> {
     /// shutdown) until a socket is connected (or closed), pair it with
     /// [`acquire_resource`](Context::acquire_resource).
     ///
-    /// Errors: [`ErrorCode::NotRegistered`] if the locality is not on a poll;
-    /// [`ErrorCode::Io`] if the operating system refuses;
-    /// [`ErrorCode::ActorFinished`] in `shutdown_finish`.
+    /// Errors: [`ErrorCode::NotRegistered`](crate::ErrorCode::NotRegistered)
+    /// if the locality is not on a poll; [`ErrorCode::Io`](crate::ErrorCode::Io)
+    /// if the operating system refuses;
+    /// [`ErrorCode::ActorFinished`](crate::ErrorCode::ActorFinished) in
+    /// `shutdown_finish`.
     pub fn register_io<S: mio::event::Source>(
         &mut self,
         source: S,
@@ -144,8 +147,9 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// Starts building a child actor; this actor must be a supervisor (built
     /// with [`Builder::supervisor`]), or `finish` fails with
-    /// [`ErrorCode::NotASupervisor`]. Children spawned during `init_start`
-    /// hold the supervisor's init until they have initialized.
+    /// [`ErrorCode::NotASupervisor`](crate::ErrorCode::NotASupervisor).
+    /// Children spawned during `init_start` hold the supervisor's init until
+    /// they have initialized.
     pub fn spawn<B: Actor>(&mut self, actor: B) -> Builder<'_, B> {
         Builder::new(self.core, Some(self.me), actor)
     }

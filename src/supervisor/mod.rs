@@ -180,7 +180,13 @@ impl SupervisorState {
     pub(crate) fn is_childless(&self) -> bool {
         match self.children.len() {
             0 => true,
-            1 => self.registry.is_some() && self.children.get(0).is_some_and(|r| r.address == self.registry),
+            1 => {
+                self.registry.is_some()
+                    && self
+                        .children
+                        .get(0)
+                        .is_some_and(|r| r.address == self.registry)
+            }
             _ => false,
         }
     }
@@ -411,7 +417,10 @@ mod tests {
         l0.shutdown(&root).unwrap();
         let t0 = l0.now();
         l0.run_until_idle(t0);
-        assert!(l0.is_finished(), "the root waits for a child it cannot reach");
+        assert!(
+            l0.is_finished(),
+            "the root waits for a child it cannot reach"
+        );
         // Shutting down, the root is past caring about the child's reason.
         assert_eq!(l0.exit_reason().map(|e| e.code()), Some(ErrorCode::Normal));
         drop(l1);
