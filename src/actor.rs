@@ -198,7 +198,10 @@ impl<A: Actor> ActorBox<A> {
                     extras.cursor = extras.plugins.len();
                 }
             }
-            Hook::ShutdownFinish => actor.shutdown_finish(ctx),
+            Hook::ShutdownFinish => {
+                ctx.finishing = true; // nothing started from here on could run
+                actor.shutdown_finish(ctx)
+            }
         }
     }
 

@@ -382,8 +382,8 @@ struct TwoWays {
 
 impl Actor for TwoWays {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        let fast = ctx.create_address("fast");
-        let slow = ctx.create_address("slow");
+        let fast = ctx.create_address("fast").unwrap();
+        let slow = ctx.create_address("slow").unwrap();
         ctx.subscribe_on(
             &fast,
             |me: &mut Self, r: &Response<Balance>, _: &mut Context<'_, Self>| {

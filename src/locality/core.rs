@@ -289,8 +289,9 @@ impl Core {
 
     /// The locality stops with its actors where they are: tell what waits
     /// for them on other localities (their supervisors, their linked
-    /// servers), so that those do not wait forever.
-    fn abandon(&mut self, error: &Error) {
+    /// servers), so that those do not wait forever, and what they wait for
+    /// there (their children, their linked clients) to go.
+    pub(super) fn abandon(&mut self, error: &Error) {
         let mut notes = Vec::new();
         for cell in self.actors.values() {
             if let Some(parent) = cell
@@ -319,6 +320,18 @@ impl Core {
                     notes.push((
                         child.clone(),
                         lifecycle::SystemMsg::ShutdownRequest { reason },
+                    ));
+                }
+            }
+            // Its linked clients elsewhere: their server is going away.
+            for client in cell.plugins_ref().into_iter().flat_map(|p| &p.clients) {
+                if client.locality_id() != self.id() {
+                    notes.push((
+                        client.clone(),
+                        lifecycle::SystemMsg::UnlinkRequest {
+                            server: cell.address.clone(),
+                            client: client.clone(),
+                        },
                     ));
                 }
             }

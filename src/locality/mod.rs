@@ -41,6 +41,9 @@ pub struct Stats {
     pub dropped_closed: u64,
     /// Replies that came after their request was settled (late or duplicate).
     pub dropped_late_replies: u64,
+    /// Failed children that their supervisor let go for good (not
+    /// restarted); each is also logged (`WARN`) and shown by inspection.
+    pub children_given_up: u64,
     /// Live actors.
     pub actors: usize,
     /// Live addresses.
@@ -505,7 +508,16 @@ impl Drop for PollClaim {
 }
 
 impl Drop for Locality {
+    /// A locality dropped before it finished abandons its actors: their
+    /// supervisors on other localities get a `ChildDown` with
+    /// [`ErrorCode::LocalityLost`] (naming this locality), their linked
+    /// servers elsewhere are released, and its supervisors' children and
+    /// linked clients elsewhere are asked to go.
     fn drop(&mut self) {
+        if !self.core.is_finished() {
+            let lost = Error::new(ErrorCode::LocalityLost).with_context(self.name().to_string());
+            self.core.abandon(&lost);
+        }
         self.core.shared.close();
     }
 }
