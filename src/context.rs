@@ -391,9 +391,6 @@ impl<'a, A: Actor> Context<'a, A> {
         let key = self
             .core
             .start_timer(after, self.me, TimerAction::User(Box::new(run)));
-        if let Some(cell) = self.core.actors.get_mut(self.me) {
-            cell.rare().timers.push(key);
-        }
         TimerId(key)
     }
 
@@ -403,7 +400,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if self.core.timers.owner(id.0) != Some(self.me) {
             return false;
         }
-        self.core.cancel_user_timer(self.me, id.0)
+        self.core.cancel_timer(id.0)
     }
 
     /// Sends a request to `to`; the [`Response<R>`](crate::Response) comes back

@@ -312,7 +312,6 @@ mod io;
 mod lifecycle;
 mod locality;
 mod message;
-mod pending;
 mod plugin;
 mod queue;
 mod registry;

@@ -11,7 +11,6 @@ use crate::inspect::Inspect;
 use crate::io::{IoTable, SharedIo};
 use crate::lifecycle;
 use crate::message::UserEnvelope;
-use crate::pending::Pending;
 use crate::queue::{Envelope, Queue};
 use crate::request::{Payloads, PendingRequest};
 use crate::routing::Routes;
@@ -31,7 +30,8 @@ pub(crate) struct Core {
     pub(crate) actors: Arena<ActorCell>,
     /// Addresses and subscriptions.
     pub(crate) routes: Routes<AddressInfo, BoxedHandler>,
-    pub(crate) requests: Pending<PendingRequest>,
+    /// Pending requests: each is a timeout carrying the request.
+    pub(crate) requests: Timers<PendingRequest>,
     /// Spare request payload allocations.
     pub(crate) payloads: Payloads,
     pub(crate) queue: Queue<Core>,
@@ -41,6 +41,8 @@ pub(crate) struct Core {
     id: u32,
     pub(crate) io: SharedIo,
     pub(crate) timers: Timers<TimerAction>,
+    /// The start sequence of the next timer (timers and requests share it).
+    pub(crate) timer_seq: u64,
     pub(crate) stats: Stats,
     pub(crate) inspect: Inspect,
     pub(super) mail: Vec<Box<dyn Remote>>,
@@ -77,11 +79,12 @@ impl Core {
             clock_set: false,
             actors: Arena::default(),
             routes: Routes::default(),
-            requests: Pending::default(),
+            requests: Timers::default(),
             payloads: Payloads::default(),
             queue: Queue::default(),
             running: Key::NONE,
             timers: Timers::default(),
+            timer_seq: 0,
             stats: Stats::default(),
             inspect: Inspect::from_env(),
             mail: Vec::new(),
@@ -225,17 +228,6 @@ impl Core {
             cell.rare().identities.push(key);
         }
         address
-    }
-
-    pub(crate) fn cancel_user_timer(&mut self, me: Key, timer: Key) -> bool {
-        if let Some(rare) = self
-            .actors
-            .get_mut(me)
-            .and_then(|cell| cell.rare.as_deref_mut())
-        {
-            remove_key(&mut rare.timers, timer);
-        }
-        self.timers.cancel(timer).is_some()
     }
 
     /// One more actor keeps the locality alive (a root, or a child of a

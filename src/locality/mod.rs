@@ -236,7 +236,7 @@ impl Locality {
             done = core.run_queue(done, budget);
             if done == before
                 && !core.shared.has_mail()
-                && core.timers.next_deadline().is_none_or(|d| d > core.now)
+                && core.next_deadline().is_none_or(|d| d > core.now)
             {
                 break;
             }
@@ -275,7 +275,7 @@ impl Locality {
     /// request timeouts, lifecycle timeouts and restart delays alike). With a
     /// manual clock, dispatch at this instant to fire it.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.core.timers.next_deadline()
+        self.core.next_deadline()
     }
 
     /// How long a loop may block in `poll` before the next `dispatch` is due:
@@ -454,7 +454,7 @@ impl Locality {
             actors: c.actors.len(),
             addresses: c.routes.addresses(),
             subscriptions: c.routes.subscriptions(),
-            timers: c.timers.len(),
+            timers: c.timers.len() + c.requests.len(),
             io: c.io.borrow().len(),
             requests: c.requests.len(),
             queued: c.queue.len(),

@@ -3,9 +3,10 @@
 //! second reply) is dropped, counted in
 //! [`Stats::dropped_late_replies`](crate::Stats) and shown by inspection.
 //!
-//! A pending request lives in the requester's locality
-//! ([`Pending`](crate::pending::Pending), linked per requester) with its
-//! timer in a per-duration list, so sending and settling are O(1). The
+//! A pending request lives in the requester's locality as a timer that
+//! carries it (a [`Timers`](crate::timer::Timers) of its own: per-duration
+//! lists, linked per requester), so sending and settling are O(1) and a
+//! request costs one record, not a record and a timer. The
 //! payload's allocation is shared by the request and the response, and
 //! reused: once the response has been delivered and nobody else holds the
 //! payload, its allocation goes to a per-type pool for the next request, so
@@ -16,7 +17,7 @@ use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
-use crate::locality::fire::TimerAction;
+use crate::locality::fire::head_of;
 use crate::locality::shared::Remote;
 use crate::queue::Envelope;
 use std::any::{Any, TypeId};
@@ -34,14 +35,13 @@ enum Outcome {
     RequesterGone,
 }
 
-type SettleFn = fn(&mut Core, Key, PendingRequest, Outcome);
+/// Ends a request without a reply: (core, request key, requester, request, how).
+type SettleFn = fn(&mut Core, Key, Key, PendingRequest, Outcome);
 
 /// A request waiting for its response, in the requester's locality.
 pub(crate) struct PendingRequest {
-    requester: Key,
     /// The reply address (of this locality).
     reply_to: Key,
-    timer: Key,
     server: Address,
     payload: Arc<dyn Any + Send + Sync>,
     settle: SettleFn,
@@ -57,28 +57,20 @@ pub(crate) fn send<R: Request>(
     payload: R,
     timeout: Duration,
 ) -> RequestId {
+    let due = core.due(timeout);
     let payload = core.payloads.take(payload);
     let Some(cell) = core.actors.get_mut(me) else {
         // Not reachable from a handler (its actor is live); refuse quietly.
-        return RequestId {
-            locality: core.id(),
-            key: Key::NONE,
-        };
+        return RequestId::NONE;
+    };
+    let pending = PendingRequest {
+        reply_to: reply_to.key(),
+        server: to.clone(),
+        payload: payload.clone(),
+        settle: settle::<R>,
     };
     let head = &mut cell.rare().requests_head;
-    let (server, shared) = (to.clone(), payload.clone());
-    let key = core.requests.insert_with(me, head, |_| PendingRequest {
-        requester: me,
-        reply_to: reply_to.key(),
-        timer: Key::NONE,
-        server,
-        payload: shared,
-        settle: settle::<R>,
-    });
-    let timer = core.start_timer(timeout, me, TimerAction::Request(key));
-    if let Some(p) = core.requests.get_mut(key) {
-        p.timer = timer;
-    }
+    let key = core.requests.start(due, me, head, pending);
     let id = RequestId {
         locality: core.id(),
         key,
@@ -134,46 +126,42 @@ pub(crate) fn cancel(core: &mut Core, me: Key, id: RequestId) -> bool {
     if id.locality != core.id() || core.requests.owner(id.key) != Some(me) {
         return false;
     }
-    let Some(pending) = remove(core, id.key) else {
+    let Some((requester, pending)) = remove(core, id.key) else {
         return false;
     };
-    core.timers.cancel(pending.timer);
-    (pending.settle)(core, id.key, pending, Outcome::Cancelled);
+    (pending.settle)(core, id.key, requester, pending, Outcome::Cancelled);
     true
 }
 
-/// The request timer fired.
-pub(crate) fn on_timeout(core: &mut Core, key: Key) {
-    if let Some(pending) = remove(core, key) {
-        (pending.settle)(core, key, pending, Outcome::Timeout);
-    }
+/// The request's timeout fired (it is out of the request set already).
+pub(crate) fn on_timeout(core: &mut Core, key: Key, pending: PendingRequest) {
+    (pending.settle)(core, key, Key::FRAMEWORK, pending, Outcome::Timeout);
 }
 
 /// The requester is shutting down: its pending requests (the list that
 /// starts at `head`) end, and the servers are told.
 pub(crate) fn requester_gone(core: &mut Core, head: Key) {
-    for (key, pending) in core.requests.drain(head) {
-        core.timers.cancel(pending.timer);
-        (pending.settle)(core, key, pending, Outcome::RequesterGone);
+    for (key, entry) in core.requests.cancel_all(head) {
+        (entry.action.settle)(core, key, entry.owner, entry.action, Outcome::RequesterGone);
     }
 }
 
-/// Takes a pending request out of the table (and its requester's list).
-fn remove(core: &mut Core, key: Key) -> Option<PendingRequest> {
+/// Takes a pending request out of the request set (and its requester's
+/// list): its requester and what it keeps.
+fn remove(core: &mut Core, key: Key) -> Option<(Key, PendingRequest)> {
     let owner = core.requests.owner(key)?;
     let mut detached = Key::NONE;
-    let head = match core
-        .actors
-        .get_mut(owner)
-        .and_then(|c| c.rare.as_deref_mut())
-    {
-        Some(rare) => &mut rare.requests_head,
-        None => &mut detached,
-    };
-    core.requests.remove(key, head)
+    let head = head_of!(core.actors, owner, requests_head, detached);
+    core.requests.cancel(key, head).map(|e| (owner, e.action))
 }
 
-fn settle<R: Request>(core: &mut Core, key: Key, pending: PendingRequest, outcome: Outcome) {
+fn settle<R: Request>(
+    core: &mut Core,
+    key: Key,
+    requester: Key,
+    pending: PendingRequest,
+    outcome: Outcome,
+) {
     let Ok(request) = pending.payload.downcast::<Payload<R>>() else {
         return;
     };
@@ -195,7 +183,7 @@ fn settle<R: Request>(core: &mut Core, key: Key, pending: PendingRequest, outcom
             _request: PhantomData,
         };
         let sender = if let Outcome::Cancelled = outcome {
-            pending.requester
+            requester
         } else {
             Key::FRAMEWORK
         };
@@ -235,12 +223,11 @@ impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
             let pending = (self.response.id.locality == core.id())
                 .then(|| remove(core, key))
                 .flatten();
-            let Some(pending) = pending else {
+            if pending.is_none() {
                 core.stats.dropped_late_replies += 1;
                 crate::inspect::late_reply::<Response<R>>(core, self.dest, self.sender);
                 return;
-            };
-            core.timers.cancel(pending.timer);
+            }
         }
         crate::subscription::route(core, self.dest, self.sender, &self.response);
         core.payloads.give(self.response.request);

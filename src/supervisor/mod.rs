@@ -300,7 +300,7 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     });
     sup.initializing = initializing;
     for timer in timers {
-        core.timers.cancel(timer);
+        core.cancel_timer(timer);
     }
     for (slot, address) in to_stop {
         let reason = Error::new(ErrorCode::SupervisorShutdown);
