@@ -16,16 +16,69 @@ use crate::arena::{Arena, Key};
 use smallvec::SmallVec;
 use std::any::TypeId;
 
-/// The subscriptions of one message type on one address, in order.
+/// The subscriptions of one message type on one address, in order: the
+/// first, then the others (most channels have one: no allocation, and no
+/// branch on a spilled small vector when routing).
 struct Channel {
     type_id: TypeId,
-    subs: SmallVec<[Key; 1]>,
+    first: Key,
+    more: Vec<Key>,
 }
 
-/// One address.
+impl Channel {
+    fn new(type_id: TypeId, sub: Key) -> Channel {
+        Channel {
+            type_id,
+            first: sub,
+            more: Vec::new(),
+        }
+    }
+
+    fn subs(&self) -> impl Iterator<Item = Key> + '_ {
+        std::iter::once(self.first).chain(self.more.iter().copied())
+    }
+
+    /// Removes `sub`; `true` if the channel is now empty.
+    fn remove(&mut self, sub: Key) -> bool {
+        if self.first == sub {
+            if self.more.is_empty() {
+                return true;
+            }
+            self.first = self.more.remove(0);
+        } else {
+            self.more.retain(|s| *s != sub);
+        }
+        false
+    }
+}
+
+/// A type no message has, marking an address with no channel.
+enum NoType {}
+
+/// One address: its first channel inline (a vacant one has the type
+/// `NoType`), the others apart.
 struct Slot<T> {
     data: T,
-    channels: SmallVec<[Channel; 1]>,
+    first: Channel,
+    more: Vec<Channel>,
+}
+
+impl<T> Slot<T> {
+    #[inline(always)]
+    fn channel(&self, type_id: TypeId) -> Option<&Channel> {
+        if self.first.type_id == type_id {
+            Some(&self.first)
+        } else if self.more.is_empty() {
+            None
+        } else {
+            self.more.iter().find(|c| c.type_id == type_id)
+        }
+    }
+
+    fn channels(&self) -> impl Iterator<Item = &Channel> {
+        let first = (self.first.type_id != TypeId::of::<NoType>()).then_some(&self.first);
+        first.into_iter().chain(self.more.iter())
+    }
 }
 
 /// One subscription: where it is, whose it is, and its handler (absent
@@ -77,7 +130,8 @@ impl<T, H> Routes<T, H> {
     pub(crate) fn add_address(&mut self, make: impl FnOnce(Key) -> T) -> Key {
         self.slots.insert_with(|key| Slot {
             data: make(key),
-            channels: SmallVec::new(),
+            first: Channel::new(TypeId::of::<NoType>(), Key::NONE),
+            more: Vec::new(),
         })
     }
 
@@ -97,8 +151,8 @@ impl<T, H> Routes<T, H> {
     pub(crate) fn remove_address(&mut self, key: Key) -> Option<(T, SmallVec<[Removed; 2]>)> {
         let slot = self.slots.remove(key)?;
         let mut removed = SmallVec::new();
-        for channel in slot.channels {
-            for sub in channel.subs {
+        for channel in slot.channels() {
+            for sub in channel.subs() {
                 if let Some(record) = self.subs.remove(sub) {
                     removed.push(Removed {
                         sub,
@@ -130,12 +184,14 @@ impl<T, H> Routes<T, H> {
             handler: Some(handler),
         });
         let slot = self.slots.get_mut(address)?;
-        match slot.channels.iter_mut().find(|c| c.type_id == type_id) {
-            Some(channel) => channel.subs.push(sub),
-            None => slot.channels.push(Channel {
-                type_id,
-                subs: SmallVec::from_elem(sub, 1),
-            }),
+        if slot.first.type_id == type_id {
+            slot.first.more.push(sub);
+        } else if let Some(channel) = slot.more.iter_mut().find(|c| c.type_id == type_id) {
+            channel.more.push(sub);
+        } else if slot.first.type_id == TypeId::of::<NoType>() {
+            slot.first = Channel::new(type_id, sub);
+        } else {
+            slot.more.push(Channel::new(type_id, sub));
         }
         Some(sub)
     }
@@ -144,16 +200,18 @@ impl<T, H> Routes<T, H> {
     /// running, dropped when put back); `None` if it was gone.
     pub(crate) fn unsubscribe(&mut self, sub: Key) -> Option<Removed> {
         let record = self.subs.remove(sub)?;
-        if let Some(slot) = self.slots.get_mut(record.address)
-            && let Some(pos) = slot
-                .channels
-                .iter()
-                .position(|c| c.type_id == record.type_id)
-        {
-            let subs = &mut slot.channels[pos].subs;
-            subs.retain(|s| *s != sub);
-            if subs.is_empty() {
-                slot.channels.remove(pos);
+        if let Some(slot) = self.slots.get_mut(record.address) {
+            if slot.first.type_id == record.type_id {
+                if slot.first.remove(sub) {
+                    slot.first = match slot.more.is_empty() {
+                        true => Channel::new(TypeId::of::<NoType>(), Key::NONE),
+                        false => slot.more.remove(0),
+                    };
+                }
+            } else if let Some(pos) = slot.more.iter().position(|c| c.type_id == record.type_id)
+                && slot.more[pos].remove(sub)
+            {
+                slot.more.remove(pos);
             }
         }
         Some(Removed {
@@ -174,12 +232,10 @@ impl<T, H> Routes<T, H> {
         let Some(slot) = self.slots.get(address) else {
             return Found::Stale;
         };
-        match slot.channels.iter().find(|c| c.type_id == type_id) {
+        match slot.channel(type_id) {
             None => Found::NoSubscriber,
-            Some(channel) => match channel.subs.as_slice() {
-                [one] => Found::One(*one),
-                _ => Found::Many,
-            },
+            Some(channel) if channel.more.is_empty() => Found::One(channel.first),
+            Some(_) => Found::Many,
         }
     }
 
@@ -188,8 +244,8 @@ impl<T, H> Routes<T, H> {
     pub(crate) fn subscribers(&self, address: Key, type_id: TypeId) -> SmallVec<[Key; 8]> {
         self.slots
             .get(address)
-            .and_then(|slot| slot.channels.iter().find(|c| c.type_id == type_id))
-            .map(|channel| channel.subs.iter().copied().collect())
+            .and_then(|slot| slot.channel(type_id))
+            .map(|channel| channel.subs().collect())
             .unwrap_or_default()
     }
 
@@ -256,6 +312,38 @@ mod tests {
         assert!(matches!(r.find(a, TypeId::of::<u8>()), Found::NoSubscriber));
         assert_eq!(r.address(a), Some(&"a"));
         assert_eq!(r.subscriptions(), 3);
+    }
+
+    #[test]
+    fn unsubscribing_keeps_the_order_of_the_rest_in_every_channel() {
+        let mut r = routes();
+        let a = r.add_address(|_| "a");
+        let (ta, tb, tc) = (TypeId::of::<A>(), TypeId::of::<B>(), TypeId::of::<u8>());
+        let o = Key::NONE;
+        let a1 = r.subscribe(a, ta, o, 1).unwrap();
+        let b1 = r.subscribe(a, tb, o, 2).unwrap();
+        let a2 = r.subscribe(a, ta, o, 3).unwrap();
+        let c1 = r.subscribe(a, tc, o, 4).unwrap();
+        let a3 = r.subscribe(a, ta, o, 5).unwrap();
+        let b2 = r.subscribe(a, tb, o, 6).unwrap();
+        r.unsubscribe(a1).unwrap(); // the first of the first channel
+        assert_eq!(ids(&r, a, ta), [a2, a3]);
+        r.unsubscribe(b2).unwrap(); // the last of another
+        assert_eq!(ids(&r, a, tb), [b1]);
+        r.unsubscribe(a2).unwrap();
+        r.unsubscribe(a3).unwrap(); // the first channel empties: the next moves up
+        assert!(matches!(r.find(a, ta), Found::NoSubscriber));
+        assert_eq!(ids(&r, a, tb), [b1]);
+        assert_eq!(ids(&r, a, tc), [c1]);
+        let a4 = r.subscribe(a, ta, o, 7).unwrap();
+        assert_eq!(ids(&r, a, ta), [a4]);
+        let (_, removed) = r.remove_address(a).unwrap();
+        let mut gone: Vec<Key> = removed.iter().map(|x| x.sub).collect();
+        gone.sort();
+        let mut expected = vec![b1, c1, a4];
+        expected.sort();
+        assert_eq!(gone, expected);
+        assert_eq!(r.subscriptions(), 0);
     }
 
     #[test]

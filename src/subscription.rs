@@ -95,8 +95,25 @@ pub(crate) fn remove_address(core: &mut Core, address: Key) {
 }
 
 /// Delivers one message to the handlers of its type on `dest`.
+///
+/// The common case (one subscriber, inspection off) is inlined into the
+/// envelope's delivery; everything else is in `route_slow`.
 #[inline(always)]
 pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
+    if core.inspect.level == 0
+        && let Found::One(sub) = core.routes.find(dest, TypeId::of::<M>())
+        && let Some(handler) = core.routes.take_handler(sub)
+    {
+        core.stats.delivered += 1;
+        handler.call(core, message);
+        core.routes.put_handler(sub, handler);
+        return;
+    }
+    route_slow(core, dest, sender, message);
+}
+
+#[inline(never)]
+fn route_slow<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
     match core.routes.find(dest, TypeId::of::<M>()) {
         Found::One(sub) => {
             core.stats.delivered += 1;

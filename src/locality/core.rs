@@ -401,7 +401,7 @@ mod sizes {
     #[test]
     fn per_actor_records_stay_small() {
         assert!(
-            size_of::<crate::actor::ActorCell>() <= 112,
+            size_of::<crate::actor::ActorCell>() <= 88,
             "{}",
             size_of::<crate::actor::ActorCell>()
         );
