@@ -12,7 +12,8 @@
 //! full while the cursor is past its start, the waiting entries are moved to
 //! the start before it grows, so it never grows for entries already gone.
 //! After a burst, a buffer whose last use (between two times it was empty)
-//! took less than a quarter of it gives half of it back.
+//! took less than a quarter of it gives half of it back, when it is found
+//! empty.
 //!
 //! This is the crate's only `unsafe` module. The invariants:
 //!
@@ -97,8 +98,6 @@ pub(crate) struct Queue<C: 'static> {
     /// Entries from `read` to the end.
     words: Vec<Word>,
     read: usize,
-    /// Entries waiting.
-    len: usize,
     /// Words used between the last two times the queue was empty.
     burst: usize,
     _ctx: PhantomData<fn(&mut C)>,
@@ -109,7 +108,6 @@ impl<C: 'static> Default for Queue<C> {
         Queue {
             words: Vec::new(),
             read: 0,
-            len: 0,
             burst: 0,
             _ctx: PhantomData,
         }
@@ -138,9 +136,6 @@ impl<C: 'static> Queue<C> {
             "over-aligned envelopes are boxed by `push`"
         );
         let vtable = Table::<C, E>::VTABLE;
-        if self.words.is_empty() && self.words.capacity() > KEEP_WORDS {
-            self.shrink_after_burst();
-        }
         if self.words.capacity() - self.words.len() < vtable.words {
             self.make_room(vtable.words);
         }
@@ -157,7 +152,6 @@ impl<C: 'static> Queue<C> {
             base.add(1).cast::<E>().write(envelope);
             self.words.set_len(at + vtable.words);
         }
-        self.len += 1;
     }
 
     /// Makes room for `words` more words: first by moving the waiting
@@ -179,7 +173,12 @@ impl<C: 'static> Queue<C> {
     /// queue, and must not keep the pointer.
     #[inline]
     fn take_front(&mut self) -> Option<(&'static VTable<C>, *mut Word)> {
-        if self.len == 0 {
+        if self.read == self.words.len() {
+            // Empty, and no pointer into the buffer is live: the time to
+            // give memory back after a burst.
+            if self.words.capacity() > KEEP_WORDS {
+                self.shrink_after_burst();
+            }
             return None;
         }
         // SAFETY: (layout) with an entry waiting, `read` is the start of an
@@ -191,8 +190,7 @@ impl<C: 'static> Queue<C> {
             (vtable, base.add(1))
         };
         self.read += vtable.words;
-        self.len -= 1;
-        if self.len == 0 {
+        if self.read == self.words.len() {
             self.reset();
         }
         Some((vtable, payload))
@@ -210,8 +208,8 @@ impl<C: 'static> Queue<C> {
         self.read = 0;
     }
 
-    /// The first push into an emptied buffer: give memory back if the last
-    /// burst used less than a quarter of it.
+    /// The queue is empty: give memory back if the last burst used less
+    /// than a quarter of the buffer.
     #[cold]
     fn shrink_after_burst(&mut self) {
         let capacity = self.words.capacity();
@@ -236,14 +234,30 @@ impl<C: 'static> Queue<C> {
         true
     }
 
-    /// Entries waiting.
+    /// Entries waiting (counted by walking them: for reports, not for the
+    /// hot path).
     pub(crate) fn len(&self) -> usize {
-        self.len
+        let mut at = self.read;
+        let mut n = 0;
+        while at < self.words.len() {
+            // SAFETY: (layout) `at` is the start of an entry (the cursor, or
+            // the end of the previous entry), whose first word is its header.
+            let vtable = unsafe {
+                self.words
+                    .as_ptr()
+                    .add(at)
+                    .cast::<&'static VTable<C>>()
+                    .read()
+            };
+            at += vtable.words;
+            n += 1;
+        }
+        n
     }
 
     /// `true` if nothing is waiting.
     pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
+        self.read == self.words.len()
     }
 
     /// Drops every waiting envelope, oldest first, and frees the buffer.

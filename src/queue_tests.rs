@@ -254,7 +254,8 @@ fn growth_while_draining_keeps_order_and_memory() {
     };
     assert_eq!(ctx.delivered, expected);
     assert_eq!(drops.get() as usize, expected.len());
-    // Small traffic after the burst gives the memory back.
+    // Small traffic after the burst gives the memory back (each time the
+    // queue is found empty).
     for round in 0..20 {
         ctx.queue.push(env(round, (), &drops));
         run_all(&mut ctx);
