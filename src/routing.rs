@@ -16,13 +16,44 @@ use crate::arena::{Arena, Key};
 use smallvec::SmallVec;
 use std::any::TypeId;
 
+/// A list that is usually empty: one word, and no allocation while empty.
+struct Spill<T>(Option<Box<Vec<T>>>);
+
+impl<T> Spill<T> {
+    const fn new() -> Self {
+        Spill(None)
+    }
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+    fn as_slice(&self) -> &[T] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        self.0.as_deref_mut().map_or(&mut [], Vec::as_mut_slice)
+    }
+    fn push(&mut self, item: T) {
+        self.0.get_or_insert_with(Box::default).push(item);
+    }
+    /// Removes the item at `index` (it must be there).
+    fn remove(&mut self, index: usize) -> T {
+        let list = self.0.as_mut().expect("an item to remove");
+        let item = list.remove(index);
+        if list.is_empty() {
+            self.0 = None;
+        }
+        item
+    }
+}
+
 /// The subscriptions of one message type on one address, in order: the
 /// first, then the others (most channels have one: no allocation, and no
 /// branch on a spilled small vector when routing).
 struct Channel {
     type_id: TypeId,
     first: Key,
-    more: Vec<Key>,
+    more: Spill<Key>,
 }
 
 impl Channel {
@@ -30,23 +61,27 @@ impl Channel {
         Channel {
             type_id,
             first: sub,
-            more: Vec::new(),
+            more: Spill::new(),
         }
     }
 
     fn subs(&self) -> impl Iterator<Item = Key> + '_ {
-        std::iter::once(self.first).chain(self.more.iter().copied())
+        std::iter::once(self.first).chain(self.more.as_slice().iter().copied())
     }
 
-    /// Removes `sub`; `true` if the channel is now empty.
+    fn holds(&self, sub: Key) -> bool {
+        self.first == sub || self.more.as_slice().contains(&sub)
+    }
+
+    /// Removes `sub` (it must be here); `true` if the channel is now empty.
     fn remove(&mut self, sub: Key) -> bool {
         if self.first == sub {
             if self.more.is_empty() {
                 return true;
             }
             self.first = self.more.remove(0);
-        } else {
-            self.more.retain(|s| *s != sub);
+        } else if let Some(pos) = self.more.as_slice().iter().position(|s| *s == sub) {
+            self.more.remove(pos);
         }
         false
     }
@@ -60,7 +95,7 @@ enum NoType {}
 struct Slot<T> {
     data: T,
     first: Channel,
-    more: Vec<Channel>,
+    more: Spill<Channel>,
 }
 
 impl<T> Slot<T> {
@@ -71,13 +106,13 @@ impl<T> Slot<T> {
         } else if self.more.is_empty() {
             None
         } else {
-            self.more.iter().find(|c| c.type_id == type_id)
+            self.more.as_slice().iter().find(|c| c.type_id == type_id)
         }
     }
 
     fn channels(&self) -> impl Iterator<Item = &Channel> {
         let first = (self.first.type_id != TypeId::of::<NoType>()).then_some(&self.first);
-        first.into_iter().chain(self.more.iter())
+        first.into_iter().chain(self.more.as_slice().iter())
     }
 }
 
@@ -85,7 +120,6 @@ impl<T> Slot<T> {
 /// while it runs).
 struct Sub<H> {
     address: Key,
-    type_id: TypeId,
     owner: Key,
     handler: Option<H>,
 }
@@ -131,7 +165,7 @@ impl<T, H> Routes<T, H> {
         self.slots.insert_with(|key| Slot {
             data: make(key),
             first: Channel::new(TypeId::of::<NoType>(), Key::NONE),
-            more: Vec::new(),
+            more: Spill::new(),
         })
     }
 
@@ -179,14 +213,18 @@ impl<T, H> Routes<T, H> {
         }
         let sub = self.subs.insert(Sub {
             address,
-            type_id,
             owner,
             handler: Some(handler),
         });
         let slot = self.slots.get_mut(address)?;
         if slot.first.type_id == type_id {
             slot.first.more.push(sub);
-        } else if let Some(channel) = slot.more.iter_mut().find(|c| c.type_id == type_id) {
+        } else if let Some(channel) = slot
+            .more
+            .as_mut_slice()
+            .iter_mut()
+            .find(|c| c.type_id == type_id)
+        {
             channel.more.push(sub);
         } else if slot.first.type_id == TypeId::of::<NoType>() {
             slot.first = Channel::new(type_id, sub);
@@ -201,15 +239,15 @@ impl<T, H> Routes<T, H> {
     pub(crate) fn unsubscribe(&mut self, sub: Key) -> Option<Removed> {
         let record = self.subs.remove(sub)?;
         if let Some(slot) = self.slots.get_mut(record.address) {
-            if slot.first.type_id == record.type_id {
+            if slot.first.holds(sub) {
                 if slot.first.remove(sub) {
                     slot.first = match slot.more.is_empty() {
                         true => Channel::new(TypeId::of::<NoType>(), Key::NONE),
                         false => slot.more.remove(0),
                     };
                 }
-            } else if let Some(pos) = slot.more.iter().position(|c| c.type_id == record.type_id)
-                && slot.more[pos].remove(sub)
+            } else if let Some(pos) = slot.more.as_slice().iter().position(|c| c.holds(sub))
+                && slot.more.as_mut_slice()[pos].remove(sub)
             {
                 slot.more.remove(pos);
             }
