@@ -42,9 +42,17 @@ type SettleFn = fn(&mut Core, Key, Key, PendingRequest, Outcome);
 pub(crate) struct PendingRequest {
     /// The reply address (of this locality).
     reply_to: Key,
-    server: Address,
+    server: Server,
     payload: Arc<dyn Any + Send + Sync>,
     settle: SettleFn,
+}
+
+/// Where the server of a pending request is: an address of this locality
+/// is kept as its key (no `Arc` clone for a local request), another's as
+/// the address.
+enum Server {
+    Here(Key),
+    Elsewhere(Address),
 }
 
 /// Sends a request from actor `me`, replies going to `reply_to` (one of
@@ -59,13 +67,18 @@ pub(crate) fn send<R: Request>(
 ) -> RequestId {
     let due = core.due(timeout);
     let payload = core.payloads.take(payload);
+    let server = if to.locality_id() == core.id() {
+        Server::Here(to.key())
+    } else {
+        Server::Elsewhere(to.clone())
+    };
     let Some(cell) = core.actors.get_mut(me) else {
         // Not reachable from a handler (its actor is live); refuse quietly.
         return RequestId::NONE;
     };
     let pending = PendingRequest {
         reply_to: reply_to.key(),
-        server: to.clone(),
+        server,
         payload: payload.clone(),
         settle: settle::<R>,
     };
@@ -169,9 +182,12 @@ fn settle<R: Request>(
         locality: core.id(),
         key,
     };
-    let server = pending.server;
     // However it ends without a reply, the server is told: it may stop working
     // on it (a registry drops a waiting discovery, say).
+    let server = match pending.server {
+        Server::Here(key) => core.routes.address(key).map(|a| a.address.clone()),
+        Server::Elsewhere(address) => Some(address),
+    };
     let reply_to = core
         .routes
         .address(pending.reply_to)
@@ -187,7 +203,9 @@ fn settle<R: Request>(
         } else {
             Key::FRAMEWORK
         };
-        core.send(&server, sender, cancel);
+        if let Some(server) = &server {
+            core.send(server, sender, cancel);
+        }
     }
     let code = match outcome {
         Outcome::Timeout => ErrorCode::RequestTimeout,
@@ -197,7 +215,10 @@ fn settle<R: Request>(
     let response = Response {
         id,
         request,
-        result: Err(Error::new(code).with_context(server.to_string())),
+        result: Err(Error::new(code).with_context(match &server {
+            Some(server) => server.to_string(),
+            None => format!("{}/? (gone)", core.name()),
+        })),
     };
     core.enqueue(ReplyEnvelope {
         dest: pending.reply_to,
