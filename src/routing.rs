@@ -16,7 +16,10 @@ use crate::arena::{Arena, Key};
 use smallvec::SmallVec;
 use std::any::TypeId;
 
-/// A list that is usually empty: one word, and no allocation while empty.
+/// A list that is usually empty: one word, and no allocation while empty
+/// (hence the box around the `Vec`: three words would be kept in every
+/// address otherwise).
+#[allow(clippy::box_collection)]
 struct Spill<T>(Option<Box<Vec<T>>>);
 
 impl<T> Spill<T> {
