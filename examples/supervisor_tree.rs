@@ -1,12 +1,21 @@
 //! A three-level supervisor tree written in code, with restarts, back-off, a
-//! restart limit, and escalation.
+//! restart limit, escalation, and a root that ends when it has no child left.
 //!
 //! `root` supervises `service`, which supervises a steady `cache` and a
 //! `flaky` worker. The worker fails 30 ms after every start; `service`
 //! restarts it with back-off (10, 20, 40 ms) but at most 3 times in a second,
-//! then gives up and escalates: `service` shuts down (taking `cache` with it)
-//! and escalates to `root`, which shuts down the whole tree. The output shows
-//! each start and failure, then the cause chain that `System::run` returns.
+//! then gives up and escalates: `service` shuts down (taking `cache` with it).
+//! `root` does not restart `service`, and was made to shut down when it has
+//! no child left (`SupervisorConfig::shutdown_when_childless`), so the whole
+//! tree ends. The output shows each start and failure, commutator's own log
+//! (a `tracing` subscriber is installed: restarts at `INFO`, each give-up at
+//! `WARN`), then the cause chain that `System::run` returns.
+//!
+//! Without `shutdown_when_childless` (or `escalate_failure()` on `service`),
+//! `root` would carry on with no child and `run` would never return: rotor's
+//! way, and the default. The `WARN` line `gave up on child ... then="carrying
+//! on"` would then be the only word of it (and `Stats::children_given_up`,
+//! and inspection at level 1).
 //!
 //! Run it with `cargo run --example supervisor_tree`; it ends by itself after
 //! about 0.2 s, with the chain printed and a non-zero exit status.
@@ -78,15 +87,18 @@ impl Actor for Service {
         }
     }
     fn shutdown_start(&mut self, _: &mut Context<'_, Self>) {
-        log(
-            "service",
-            "gave up on flaky: shutting down, escalating to root",
-        );
+        log("service", "gave up on flaky: shutting down");
     }
 }
 
 fn main() -> ExitCode {
     START.with(|_| ());
+    // commutator logs through `tracing`: without a subscriber, its warnings
+    // (such as a supervisor giving up on a child) go nowhere.
+    tracing_subscriber::fmt()
+        .with_target(false)
+        .without_time()
+        .init();
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(chain) => {
@@ -98,17 +110,15 @@ fn main() -> ExitCode {
 
 fn run() -> Result<(), Error> {
     let mut system = System::named("app")?;
-    let config = SupervisorConfig::default();
     let root = system
         .spawn_root(Supervisor)
         .name("root")
-        .supervisor(config.clone())
+        .supervisor(SupervisorConfig::default().shutdown_when_childless(true))
         .finish()?;
     system
         .spawn(&root, Service)
         .name("service")
-        .supervisor(config)
-        .escalate_failure()
+        .supervisor(SupervisorConfig::default())
         .finish()?;
     system.run()
 }

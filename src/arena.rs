@@ -45,6 +45,13 @@ impl Key {
     }
 }
 
+impl Default for Key {
+    /// [`Key::NONE`].
+    fn default() -> Self {
+        Key::NONE
+    }
+}
+
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}", self.idx, self.generation)

@@ -3,9 +3,7 @@
 use crate::actor::{Actor, ActorState, with_actor};
 use crate::address::Address;
 use crate::arena::Key;
-use crate::builder::Builder;
 use crate::error::{Error, ErrorCode, Result};
-use crate::lifecycle::{self, SystemMsg};
 use crate::locality::Core;
 use crate::locality::fire::TimerAction;
 use crate::request::{self, Request, RequestId, RequestMsg};
@@ -16,11 +14,52 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
+mod lifecycle_calls;
+pub use self::lifecycle_calls::Discovery;
+
 /// Names a subscription, for [`Context::unsubscribe`]; returned by
 /// [`Context::subscribe`], [`subscribe_on`](Context::subscribe_on) and
 /// [`subscribe_external`](Context::subscribe_external).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct SubscriptionId(pub(crate) Key);
+
+impl SubscriptionId {
+    /// Names no subscription: what [`Context::subscribe`] returns when it
+    /// subscribes nothing (called from `shutdown_finish`).
+    /// [`Context::unsubscribe`] refuses it.
+    pub const NONE: SubscriptionId = SubscriptionId(Key::NONE);
+
+    /// `true` for [`SubscriptionId::NONE`]: nothing was subscribed.
+    pub fn is_none(self) -> bool {
+        self.0.is_none()
+    }
+}
+
+impl TimerId {
+    /// Names no timer: what [`Context::start_timer`] returns when it starts
+    /// none (called from `shutdown_finish`). Cancelling it returns `false`.
+    pub const NONE: TimerId = TimerId(Key::NONE);
+
+    /// `true` for [`TimerId::NONE`]: no timer was started.
+    pub fn is_none(self) -> bool {
+        self.0.is_none()
+    }
+}
+
+impl RequestId {
+    /// Names no request: what [`Context::request`] returns when it sends
+    /// none (called from `shutdown_finish`); no response will come.
+    /// Cancelling it returns `false`.
+    pub const NONE: RequestId = RequestId {
+        locality: u32::MAX,
+        key: Key::NONE,
+    };
+
+    /// `true` for [`RequestId::NONE`]: no request was sent.
+    pub fn is_none(self) -> bool {
+        self.key.is_none()
+    }
+}
 
 /// The actor's view of its locality while one of its handlers or hooks runs.
 ///
@@ -56,6 +95,26 @@ pub struct SubscriptionId(pub(crate) Key);
 ///   [`shutdown`](Context::shutdown), [`fail`](Context::fail),
 ///   [`shutdown_supervisor`](Context::shutdown_supervisor);
 /// - I/O: [`register_io`](Context::register_io).
+///
+/// # In `shutdown_finish`
+///
+/// [`Actor::shutdown_finish`] is the actor's last call: its subscriptions,
+/// timers, pending requests, addresses and I/O are freed right after it.
+/// What would start something there is refused, so that nothing leaves an
+/// actor that has finished: calls that return a `Result`
+/// ([`subscribe_on`](Context::subscribe_on),
+/// [`subscribe_external`](Context::subscribe_external),
+/// [`create_address`](Context::create_address),
+/// [`request_via`](Context::request_via),
+/// [`register_io`](Context::register_io), the `spawn` builders) fail with
+/// [`ErrorCode::ActorFinished`] (`SupervisorShuttingDown` for a spawn);
+/// [`subscribe`](Context::subscribe), [`start_timer`](Context::start_timer)
+/// and [`request`](Context::request) do nothing and return their id's
+/// `NONE` ([`SubscriptionId::NONE`], [`TimerId::NONE`],
+/// [`RequestId::NONE`]); [`link`](Context::link),
+/// [`discover`](Context::discover) and
+/// [`acquire_resource`](Context::acquire_resource) do nothing (each logs a
+/// warning). Sending, replying, cancelling and unsubscribing still work.
 ///
 /// # Examples
 ///
@@ -108,6 +167,8 @@ pub struct SubscriptionId(pub(crate) Key);
 pub struct Context<'a, A: Actor> {
     pub(crate) core: &'a mut Core,
     pub(crate) me: Key,
+    /// In `shutdown_finish`: nothing may be started any more.
+    pub(crate) finishing: bool,
     _actor: PhantomData<fn(&mut A)>,
 }
 
@@ -122,8 +183,27 @@ impl<'a, A: Actor> Context<'a, A> {
         Context {
             core,
             me,
+            finishing: false,
             _actor: PhantomData,
         }
+    }
+
+    /// In `shutdown_finish`, the error for `call`, which would start
+    /// something that could never run.
+    fn finished(&self, call: &str) -> Option<Error> {
+        self.finishing.then(|| {
+            let why = format!("{}: {call} in shutdown_finish", self.address());
+            Error::new(ErrorCode::ActorFinished).with_context(why)
+        })
+    }
+
+    /// In `shutdown_finish`, `true` (and a warning) for a `call` that then
+    /// does nothing.
+    fn ignored(&self, call: &str) -> bool {
+        if self.finishing {
+            tracing::warn!(actor = %self.address(), call, "ignored: called in shutdown_finish");
+        }
+        self.finishing
     }
 
     fn cell(&self) -> &crate::actor::ActorCell {
@@ -167,12 +247,17 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// Subscribes `handler` to messages of type `M` on the actor's main address.
     ///
-    /// `handler` is usually a method: `ctx.subscribe(Self::on_ping)`.
+    /// `handler` is usually a method: `ctx.subscribe(Self::on_ping)`. In
+    /// `shutdown_finish` it subscribes nothing and returns
+    /// [`SubscriptionId::NONE`].
     pub fn subscribe<M, F>(&mut self, handler: F) -> SubscriptionId
     where
         M: 'static,
         F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
     {
+        if self.ignored("subscribe") {
+            return SubscriptionId::NONE;
+        }
         let address = self.cell().address.key();
         self.subscribe_key(address, handler)
             .expect("an actor's own main address is live while it runs")
@@ -183,12 +268,16 @@ impl<'a, A: Actor> Context<'a, A> {
     ///
     /// Several subscribers of one (address, type) all get each message, in
     /// subscription order. Errors: [`ErrorCode::StaleAddress`] if the address
-    /// is gone, [`ErrorCode::ForeignAddress`] if another locality serves it.
+    /// is gone, [`ErrorCode::ForeignAddress`] if another locality serves it,
+    /// [`ErrorCode::ActorFinished`] in `shutdown_finish`.
     pub fn subscribe_on<M, F>(&mut self, address: &Address, handler: F) -> Result<SubscriptionId>
     where
         M: 'static,
         F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
     {
+        if let Some(error) = self.finished("subscribe_on") {
+            return Err(error);
+        }
         if address.locality_id() != self.core.id() {
             return Err(Error::new(ErrorCode::ForeignAddress).with_context(address.to_string()));
         }
@@ -203,7 +292,8 @@ impl<'a, A: Actor> Context<'a, A> {
     /// waits for it. On an address of this locality it is `subscribe_on`.
     ///
     /// Errors: [`ErrorCode::StaleAddress`] for a gone address of this locality
-    /// (a gone address elsewhere simply forwards nothing).
+    /// (a gone address elsewhere simply forwards nothing);
+    /// [`ErrorCode::ActorFinished`] in `shutdown_finish`.
     pub fn subscribe_external<M, F>(
         &mut self,
         address: &Address,
@@ -216,7 +306,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if address.locality_id() == self.core.id() {
             return self.subscribe_on(address, handler);
         }
-        let identity = self.create_address("external");
+        let identity = self.create_address("external")?;
         let local = self
             .subscribe_key(identity.key(), handler)
             .ok_or_else(|| identity.stale_error())?;
@@ -252,8 +342,14 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// Creates another address of this actor (an "identity"), freed when the
     /// actor shuts down. `label` shows in its `Display`: `L0/client#4:replies`.
-    pub fn create_address(&mut self, label: impl Into<Cow<'static, str>>) -> Address {
-        self.core.create_identity(self.me, label.into())
+    ///
+    /// Errors: [`ErrorCode::ActorFinished`] in `shutdown_finish` (the
+    /// address would be freed at once).
+    pub fn create_address(&mut self, label: impl Into<Cow<'static, str>>) -> Result<Address> {
+        if let Some(error) = self.finished("create_address") {
+            return Err(error);
+        }
+        Ok(self.core.create_identity(self.me, label.into()))
     }
 
     /// Removes an identity made with [`create_address`](Context::create_address),
@@ -279,20 +375,22 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Calls `callback` once, `after` from now (the locality's clock).
     ///
     /// Timers fire in deadline order, ties in start order. A method or a
-    /// closure that captures nothing costs no allocation.
+    /// closure that captures nothing costs no allocation. In
+    /// `shutdown_finish` it starts nothing (`callback` is dropped uncalled)
+    /// and returns [`TimerId::NONE`].
     pub fn start_timer<F>(&mut self, after: Duration, callback: F) -> TimerId
     where
         F: FnOnce(&mut A, &mut Context<'_, A>, TimerId) + 'static,
     {
+        if self.ignored("start_timer") {
+            return TimerId::NONE;
+        }
         let run = move |core: &mut Core, me: Key, id: TimerId| {
             with_actor::<A>(core, me, |a, ctx| callback(a, ctx, id))
         };
         let key = self
             .core
             .start_timer(after, self.me, TimerAction::User(Box::new(run)));
-        if let Some(cell) = self.core.actors.get_mut(self.me) {
-            cell.rare().timers.push(key);
-        }
         TimerId(key)
     }
 
@@ -302,7 +400,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if self.core.timers.owner(id.0) != Some(self.me) {
             return false;
         }
-        self.core.cancel_user_timer(self.me, id.0)
+        self.core.cancel_timer(id.0)
     }
 
     /// Sends a request to `to`; the [`Response<R>`](crate::Response) comes back
@@ -316,14 +414,19 @@ impl<'a, A: Actor> Context<'a, A> {
     /// [`CancelRequest<R>`](crate::CancelRequest) (so it can stop working on
     /// it): at the timeout, on `cancel_request`, and when this actor shuts
     /// down first (its pending requests end with it, and no response is
-    /// delivered). A reply that comes after that is dropped. See the example
-    /// on [`Request`](crate::Request).
+    /// delivered). A reply that comes after that is dropped. In
+    /// `shutdown_finish` nothing is sent, no response will come, and it
+    /// returns [`RequestId::NONE`]. See the example on
+    /// [`Request`](crate::Request).
     pub fn request<R: Request>(
         &mut self,
         to: &Address,
         payload: R,
         timeout: Duration,
     ) -> RequestId {
+        if self.ignored("request") {
+            return RequestId::NONE;
+        }
         let reply_to = self.address().clone();
         request::send(self.core, self.me, reply_to, to, payload, timeout)
     }
@@ -332,7 +435,8 @@ impl<'a, A: Actor> Context<'a, A> {
     /// `reply_to`, one of this actor's addresses (e.g. an identity), so that
     /// replies to several requests can be told apart by where they arrive.
     ///
-    /// Errors: [`ErrorCode::InvalidArgument`] if `reply_to` is not this actor's.
+    /// Errors: [`ErrorCode::InvalidArgument`] if `reply_to` is not this
+    /// actor's; [`ErrorCode::ActorFinished`] in `shutdown_finish`.
     pub fn request_via<R: Request>(
         &mut self,
         reply_to: &Address,
@@ -340,6 +444,9 @@ impl<'a, A: Actor> Context<'a, A> {
         payload: R,
         timeout: Duration,
     ) -> Result<RequestId> {
+        if let Some(error) = self.finished("request_via") {
+            return Err(error);
+        }
         let mine = reply_to.locality_id() == self.core.id()
             && self
                 .core
@@ -376,212 +483,5 @@ impl<'a, A: Actor> Context<'a, A> {
     /// `false` if the request is not pending (already settled, or not this actor's).
     pub fn cancel_request(&mut self, id: RequestId) -> bool {
         request::cancel(self.core, self.me, id)
-    }
-
-    /// Links this actor (the client) to the actor at `server`, which will then
-    /// outlive it: when the server shuts down, it first asks this actor to
-    /// unlink (to shut down, with reason `UnlinkRequested`) and waits for it.
-    ///
-    /// During init, init waits for the server's confirmation; a refused or
-    /// failed link fails init (`LinkFailed`). Afterwards, it shuts the actor down.
-    pub fn link(&mut self, server: &Address) {
-        crate::plugin::link::request(self.core, self.me, server);
-    }
-
-    /// Registers this actor's main address under `name` in its registry (see
-    /// [`SupervisorConfig::with_registry`](crate::SupervisorConfig::with_registry)).
-    /// Init waits for the answer and fails with `AlreadyRegistered` if the
-    /// name is taken (after init, the actor shuts down with that reason). The
-    /// name is deregistered when the actor shuts down.
-    /// [`Builder::register_as`](crate::Builder::register_as) does the same
-    /// from the builder.
-    pub fn register_name(&mut self, name: impl Into<Cow<'static, str>>) {
-        crate::plugin::registry::register(self, name.into());
-    }
-
-    /// Starts discovering the address registered under `name`; finish with
-    /// [`Discovery::then`]. Init waits for the answer and fails with
-    /// `UnknownService` if there is none (unless told to [`wait`](Discovery::wait)).
-    ///
-    /// Called after init, a discovery does not hold anything, but a failed
-    /// one still ends the actor: it shuts down with `UnknownService` as its
-    /// reason. The registry is the one the actor was built with (see
-    /// [`SupervisorConfig::with_registry`](crate::SupervisorConfig::with_registry)
-    /// and [`Builder::registry`](crate::Builder::registry)); with none, the
-    /// discovery fails the same way. While the actor has no init timeout, a
-    /// discovery that waits may wait for as long as the actor lives. See the
-    /// example on [`Registry`](crate::Registry).
-    pub fn discover(&mut self, name: impl Into<String>) -> Discovery<'_, 'a, A> {
-        Discovery {
-            ctx: self,
-            name: name.into(),
-            wait: false,
-            link: false,
-        }
-    }
-
-    /// Counts one more external resource of `kind` held by this actor: init
-    /// does not finish, nor shutdown, while any resource is held.
-    pub fn acquire_resource(&mut self, kind: u32) {
-        crate::plugin::resources::acquire(self.core, self.me, kind);
-    }
-
-    /// Releases one resource of `kind`; the lifecycle continues when none is held.
-    ///
-    /// Errors: [`ErrorCode::InvalidArgument`] if none of `kind` is held.
-    pub fn release_resource(&mut self, kind: u32) -> Result<()> {
-        crate::plugin::resources::release(self.core, self.me, kind)
-    }
-
-    /// How many resources of `kind` this actor holds.
-    pub fn resources_held(&self, kind: u32) -> u32 {
-        crate::plugin::resources::held(self.cell().plugins_ref(), kind)
-    }
-
-    /// Lets the plugins vote again: call it when something a
-    /// [`Plugin`](crate::Plugin) waits for has changed.
-    pub fn continue_lifecycle(&mut self) {
-        lifecycle::to_self(self.core, self.me, SystemMsg::Poll);
-    }
-
-    /// Starts building a child from a factory, so that it can be restarted
-    /// (each restart calls `factory` for a new instance); this actor must be
-    /// a supervisor.
-    pub fn spawn_with<B: Actor>(&mut self, factory: impl FnMut() -> B + 'static) -> Builder<'_, B> {
-        Builder::with_factory(self.core, crate::builder::Parent::Local(self.me), factory)
-    }
-
-    /// Starts building a child made on another locality (see
-    /// [`LocalityHandle`](crate::LocalityHandle)): `factory` is sent there and
-    /// called there, so the actor need not be `Send`. This actor must be a
-    /// supervisor; the tree then spans localities, and init, start, shutdown,
-    /// restarts and escalation compose across them.
-    pub fn spawn_on<B: Actor>(
-        &mut self,
-        locality: &crate::LocalityHandle,
-        factory: impl FnMut() -> B + Send + 'static,
-    ) -> Builder<'_, B, crate::Elsewhere<B>> {
-        Builder::elsewhere(
-            self.core,
-            crate::builder::Parent::Local(self.me),
-            locality,
-            factory,
-        )
-    }
-
-    /// Registers a mio source (a socket, a listener, any `mio::event::Source`)
-    /// with the locality's poll; its readiness comes to this actor's main
-    /// address as [`Io`](crate::Io) messages (subscribe to `Io`). The guard
-    /// owns the source; dropping it deregisters it. To hold init (or
-    /// shutdown) until a socket is connected (or closed), pair it with
-    /// [`acquire_resource`](Context::acquire_resource).
-    ///
-    /// Errors: [`ErrorCode::NotRegistered`] if the locality is not on a poll;
-    /// [`ErrorCode::Io`] if the operating system refuses.
-    pub fn register_io<S: mio::event::Source>(
-        &mut self,
-        source: S,
-        interest: mio::Interest,
-    ) -> Result<crate::IoGuard<S>> {
-        let address = self.cell().address.key();
-        let guard = crate::io::register(&self.core.io, address, source, interest)?;
-        if let Some(cell) = self.core.actors.get_mut(self.me) {
-            // Forget the sources whose guards were dropped meanwhile.
-            let table = self.core.io.borrow();
-            let io = &mut cell.plugins().io;
-            io.retain(|key| table.contains(*key));
-            io.push(guard.id().0);
-        }
-        Ok(guard)
-    }
-
-    /// Starts building a child actor; this actor must be a supervisor (built
-    /// with [`Builder::supervisor`]), or `finish` fails with
-    /// [`ErrorCode::NotASupervisor`]. Children spawned during `init_start`
-    /// hold the supervisor's init until they have initialized.
-    pub fn spawn<B: Actor>(&mut self, actor: B) -> Builder<'_, B> {
-        Builder::new(self.core, Some(self.me), actor)
-    }
-
-    /// Asks this actor's supervisor to shut this actor down, normally (a
-    /// root shuts itself down). The supervisor then applies the actor's
-    /// restart policy, if any.
-    pub fn shutdown(&mut self) {
-        lifecycle::request_own_shutdown(self.core, self.me, Error::normal());
-    }
-
-    /// Reports a failure: during init, the init fails; afterwards, the actor
-    /// is shut down with `error` as its reason, and its supervisor decides
-    /// what follows (restart, escalate, ...).
-    pub fn fail(&mut self, error: Error) {
-        lifecycle::fail(self.core, self.me, error);
-    }
-
-    /// Asks this actor's supervisor to shut itself (and so all its children) down.
-    /// For a root, which has no supervisor, it shuts the root down. Asking
-    /// the root to go is how a program ends: [`System::run`](crate::System::run)
-    /// returns once the root has shut down.
-    pub fn shutdown_supervisor(&mut self) {
-        let parent = self.cell().parent.as_ref().map(|p| p.address.clone());
-        match parent {
-            Some(parent) => {
-                self.core.send_system(
-                    &parent,
-                    SystemMsg::ShutdownTrigger {
-                        child: None,
-                        reason: Error::normal(),
-                    },
-                );
-            }
-            None => lifecycle::request_own_shutdown(self.core, self.me, Error::normal()),
-        }
-    }
-
-    /// The supervisor's address, or `None` for a root.
-    pub fn supervisor(&self) -> Option<&Address> {
-        self.cell().parent.as_ref().map(|p| &p.address)
-    }
-}
-
-/// A discovery in the making: [`Context::discover`], options, then [`then`](Discovery::then).
-#[must_use = "the discovery starts only with `then(...)`"]
-pub struct Discovery<'c, 'a, A: Actor> {
-    ctx: &'c mut Context<'a, A>,
-    name: String,
-    wait: bool,
-    link: bool,
-}
-
-impl<A: Actor> fmt::Debug for Discovery<'_, '_, A> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Discovery")
-            .field("name", &self.name)
-            .field("wait", &self.wait)
-            .field("link", &self.link)
-            .finish()
-    }
-}
-
-impl<A: Actor> Discovery<'_, '_, A> {
-    /// Waits until the name is registered instead of failing (a "promise").
-    pub fn wait(mut self) -> Self {
-        self.wait = true;
-        self
-    }
-
-    /// Links to the discovered address right away (see [`Context::link`]).
-    pub fn link(mut self) -> Self {
-        self.link = true;
-        self
-    }
-
-    /// Sends the discovery; `found` gets the address when it comes. On a
-    /// failure `found` is not called: the actor's init fails (or, after
-    /// init, the actor shuts down) with the registry's error.
-    pub fn then<F>(self, found: F)
-    where
-        F: FnOnce(&mut A, &Address, &mut Context<'_, A>) + 'static,
-    {
-        crate::plugin::registry::discover(self.ctx, self.name, self.wait, self.link, found);
     }
 }

@@ -66,6 +66,11 @@ pub enum ErrorCode {
     /// User code (a handler, a hook, a factory, a `Drop`) panicked; the context says who and what.
     #[error("panicked")]
     Panicked,
+    /// The locality an actor lived on is gone before the actor shut down
+    /// (dropped before it finished); the context names the locality. Its
+    /// supervisor elsewhere gets this as the child's reason.
+    #[error("locality lost")]
+    LocalityLost,
 
     /// Misuse: spawning on a supervisor that is shutting down or gone.
     #[error("supervisor is shutting down")]
@@ -100,6 +105,11 @@ pub enum ErrorCode {
     /// An I/O error from the operating system.
     #[error("I/O error")]
     Io,
+    /// Misuse: the actor is in its `shutdown_finish`, after which nothing it
+    /// starts could run (its subscriptions, timers, requests, addresses and
+    /// I/O go next); the context names the call.
+    #[error("actor finished")]
+    ActorFinished,
 }
 
 impl ErrorCode {

@@ -6,7 +6,7 @@
 //! | level | shows |
 //! |---|---|
 //! | 0 | nothing (the default; one branch per message) |
-//! | 1 | user messages: delivered, sent to another locality, dropped (no subscriber, stale address, late or duplicate reply, locality finished) |
+//! | 1 | user messages: delivered, sent to another locality, dropped (no subscriber, stale address, late or duplicate reply, locality finished); a supervisor giving up on a failed child |
 //! | 2 | also the framework's own traffic: lifecycle, links, external subscriptions, the registry's requests |
 //!
 //! Lines go to `tracing` (target `commutator::delivery`, level INFO) when a
@@ -212,6 +212,29 @@ pub(crate) fn forwarded<M: 'static>(
         core.name(),
         short_type_name::<M>(),
         actor_name(core, sender)
+    );
+    core.inspect.emit(&line);
+}
+
+/// A supervisor (`me`) let a failed child go for good (level 1: a failure
+/// nobody restarts is news even when only user messages are shown).
+pub(crate) fn gave_up(
+    core: &mut Core,
+    me: Key,
+    child: &dyn std::fmt::Display,
+    reason: &crate::Error,
+    then: &str,
+) {
+    if core.inspect.level < 1 {
+        return;
+    }
+    // The whole chain, on the one line.
+    let reason: Vec<String> = reason.sources().map(|e| e.to_string()).collect();
+    let line = format!(
+        "{}: {} gave up on child {child}: {}; {then}",
+        core.name(),
+        actor_name(core, me),
+        reason.join(" <- ")
     );
     core.inspect.emit(&line);
 }

@@ -265,7 +265,7 @@ fn disarm_lifecycle_timer(core: &mut Core, me: Key) {
         .get_mut(me)
         .and_then(|c| c.rare.as_deref_mut()?.lifecycle_timer.take())
     {
-        core.timers.cancel(key);
+        core.cancel_timer(key);
     }
 }
 
@@ -458,24 +458,19 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         return;
     };
     let (subscriptions, timers, requests, identities) = match cell.rare.as_deref_mut() {
-        Some(rare) => {
-            let take = std::mem::take;
-            (
-                take(&mut rare.foreign_subscriptions),
-                take(&mut rare.timers),
-                take(&mut rare.requests),
-                take(&mut rare.identities),
-            )
-        }
+        Some(rare) => (
+            std::mem::take(&mut rare.foreign_subscriptions),
+            std::mem::take(&mut rare.timers_head),
+            std::mem::take(&mut rare.requests_head),
+            std::mem::take(&mut rare.identities),
+        ),
         None => Default::default(),
     };
     let main = cell.address.key();
     for sub in subscriptions {
         crate::subscription::unsubscribe(core, sub);
     }
-    for timer in timers {
-        core.timers.cancel(timer);
-    }
+    core.timers.cancel_all(timers);
     crate::request::requester_gone(core, requests);
     for address in identities.into_iter().chain(std::iter::once(main)) {
         crate::subscription::remove_address(core, address);

@@ -1,14 +1,20 @@
 //! Timers: one list per distinct duration, plus an indexed heap.
 //!
 //! A plain data structure over a generational arena, generic over what a
-//! timer does when it fires (`T`). Most timers of a program use a few
-//! durations (a request timeout, a tick): the timers of one duration are due
-//! in the order they were started, since the clock never goes back, so each
-//! such list is a FIFO with O(1) start and O(1) cancel (doubly linked through
-//! the arena). Timers of a duration that has no list (more than
-//! [`MAX_LISTS`] durations in use at once) go to an indexed binary heap,
-//! O(log n). Either way they fire in deadline order, ties in start order,
-//! and a cancelled timer leaves nothing behind and never fires.
+//! timer carries (`T`: what to do when it fires, or a whole pending request).
+//! Most timers of a program use a few durations (a request timeout, a tick):
+//! the timers of one duration are due in the order they were started, since
+//! the clock never goes back, so each such list is a FIFO with O(1) start and
+//! O(1) cancel (doubly linked through the arena). Timers of a duration that
+//! has no list (more than [`MAX_LISTS`] durations in use at once) go to an
+//! indexed binary heap, O(log n). Either way they fire in deadline order,
+//! ties in start order (a sequence number the caller gives, so that several
+//! timer sets can share one order), and a cancelled timer leaves nothing
+//! behind and never fires.
+//!
+//! Each timer also belongs to an owner, and the timers of one owner are
+//! linked in a list whose head the caller keeps (in the owner's record):
+//! cancelling one, or all of an owner's at once, needs no scan.
 
 use crate::arena::{Arena, Key};
 use smallvec::SmallVec;
@@ -35,12 +41,24 @@ enum Place {
     List { list: u8, prev: Key, next: Key },
 }
 
+/// When a timer is due: `deadline` is `now + after` (the caller saturates
+/// it as it wishes); `seq` orders timers with the same deadline.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Due {
+    pub(crate) deadline: Instant,
+    pub(crate) after: Duration,
+    pub(crate) seq: u64,
+}
+
 /// A pending timer.
 pub(crate) struct Entry<T> {
     pub(crate) deadline: Instant,
     seq: u64,
     place: Place,
     pub(crate) owner: Key,
+    /// The owner's list: the timer started before this one, and after.
+    older: Key,
+    newer: Key,
     pub(crate) action: T,
 }
 
@@ -57,12 +75,11 @@ impl List {
     }
 }
 
-/// Every pending timer of a locality.
+/// A set of pending timers.
 pub(crate) struct Timers<T> {
     entries: Arena<Entry<T>>,
     lists: SmallVec<[List; 2]>,
     heap: Vec<Key>,
-    seq: u64,
 }
 
 impl<T> Default for Timers<T> {
@@ -71,25 +88,23 @@ impl<T> Default for Timers<T> {
             entries: Arena::default(),
             lists: SmallVec::new(),
             heap: Vec::new(),
-            seq: 0,
         }
     }
 }
 
 impl<T> Timers<T> {
-    /// Starts a timer due at `now + after` (`after` as given, so that timers
-    /// of one duration share a list; `deadline` must be `now + after`,
-    /// saturated as the caller wishes).
-    pub(crate) fn start(
-        &mut self,
-        deadline: Instant,
-        after: Duration,
-        owner: Key,
-        action: T,
-    ) -> Key {
-        let seq = self.seq;
-        self.seq += 1;
-        match self.list_for(after) {
+    /// Starts a timer of `owner`, whose list of timers starts at `*head`
+    /// (`Key::NONE`: empty). Timers of one `after` share a list, so `after`
+    /// must be the duration the deadline was computed from, and the clock
+    /// must never go back between two starts.
+    pub(crate) fn start(&mut self, due: Due, owner: Key, head: &mut Key, action: T) -> Key {
+        let Due {
+            deadline,
+            after,
+            seq,
+        } = due;
+        let newest = *head;
+        let key = match self.list_for(after) {
             Some(list) => {
                 let tail = self.lists[list].tail;
                 let key = self.entries.insert(Entry {
@@ -101,6 +116,8 @@ impl<T> Timers<T> {
                         next: Key::NONE,
                     },
                     owner,
+                    older: newest,
+                    newer: Key::NONE,
                     action,
                 });
                 match self.entries.get_mut(tail) {
@@ -120,13 +137,20 @@ impl<T> Timers<T> {
                     seq,
                     place: Place::Heap(pos),
                     owner,
+                    older: newest,
+                    newer: Key::NONE,
                     action,
                 });
                 self.heap.push(key);
                 self.sift_up(pos);
                 key
             }
+        };
+        if let Some(e) = self.entries.get_mut(newest) {
+            e.newer = key;
         }
+        *head = key;
+        key
     }
 
     /// The list of timers of duration `after`: the one it has, or an empty
@@ -153,14 +177,46 @@ impl<T> Timers<T> {
         Some(i)
     }
 
-    /// Removes a pending timer; `None` if it already fired or was cancelled.
-    pub(crate) fn cancel(&mut self, key: Key) -> Option<Entry<T>> {
+    /// Removes a pending timer, `*head` being its owner's list; `None` if
+    /// it already fired or was cancelled.
+    pub(crate) fn cancel(&mut self, key: Key, head: &mut Key) -> Option<Entry<T>> {
+        let entry = self.take(key)?;
+        self.detach(&entry, head);
+        Some(entry)
+    }
+
+    /// Takes a timer out of its place and the arena (not yet out of its
+    /// owner's list: see `detach`).
+    fn take(&mut self, key: Key) -> Option<Entry<T>> {
         let place = self.entries.get(key)?.place;
         match place {
             Place::Heap(pos) => self.remove_at(pos),
             Place::List { list, prev, next } => self.unlink(list, prev, next),
         }
         self.entries.remove(key)
+    }
+
+    /// Takes a removed timer out of its owner's list, whose head is `*head`.
+    pub(crate) fn detach(&mut self, entry: &Entry<T>, head: &mut Key) {
+        if let Some(older) = self.entries.get_mut(entry.older) {
+            older.newer = entry.newer;
+        }
+        match self.entries.get_mut(entry.newer) {
+            Some(newer) => newer.older = entry.older,
+            None => *head = entry.older,
+        }
+    }
+
+    /// Removes every timer of the list that starts at `head`, oldest first.
+    pub(crate) fn cancel_all(&mut self, mut head: Key) -> Vec<(Key, Entry<T>)> {
+        let mut out = Vec::new();
+        while let Some(entry) = self.take(head) {
+            let older = entry.older;
+            out.push((head, entry));
+            head = older;
+        }
+        out.reverse();
+        out
     }
 
     fn unlink(&mut self, list: u8, prev: Key, next: Key) {
@@ -181,14 +237,8 @@ impl<T> Timers<T> {
         }
     }
 
-    /// A mark for [`pop_due`](Timers::pop_due): timers started from now on
-    /// are not due in the round that took it.
-    pub(crate) fn round(&self) -> u64 {
-        self.seq
-    }
-
     /// The earliest pending timer: its key, deadline and start sequence.
-    fn earliest(&self) -> Option<(Key, Instant, u64)> {
+    pub(crate) fn earliest(&self) -> Option<(Key, Instant, u64)> {
         let heads = self.lists.iter().map(|l| l.head);
         let top = self.heap.first().copied();
         heads
@@ -197,16 +247,18 @@ impl<T> Timers<T> {
             .min_by_key(|&(_, deadline, seq)| (deadline, seq))
     }
 
-    /// Removes and returns the earliest timer if it is due at `now` and was
-    /// started before `round` was taken.
+    /// Removes and returns the earliest timer if it is due at `now` and its
+    /// sequence is below `round` (it started before the round began). It is
+    /// still in its owner's list: `detach` it with the owner's head.
     pub(crate) fn pop_due(&mut self, now: Instant, round: u64) -> Option<(Key, Entry<T>)> {
         let (key, deadline, seq) = self.earliest()?;
         if deadline > now || seq >= round {
             return None;
         }
-        self.cancel(key).map(|e| (key, e))
+        self.take(key).map(|e| (key, e))
     }
 
+    #[cfg(test)]
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.earliest().map(|(_, deadline, _)| deadline)
     }
@@ -283,63 +335,108 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn fired(t: &mut Timers<u32>, now: Instant) -> Vec<Key> {
-        std::iter::from_fn(|| t.pop_due(now, u64::MAX).map(|(k, _)| k)).collect()
+    /// A timer set with its owner's list (one owner) and sequence.
+    struct Set {
+        t: Timers<u32>,
+        head: Key,
+        seq: u64,
     }
 
-    fn start(t: &mut Timers<u32>, t0: Instant, now_ms: u64, after_ms: u64) -> Key {
-        let after = Duration::from_millis(after_ms);
-        let deadline = t0 + Duration::from_millis(now_ms) + after;
-        t.start(deadline, after, Key::NONE, 0)
+    impl Set {
+        fn new() -> Set {
+            Set {
+                t: Timers::default(),
+                head: Key::NONE,
+                seq: 0,
+            }
+        }
+        fn start(&mut self, t0: Instant, now_ms: u64, after_ms: u64) -> Key {
+            let after = Duration::from_millis(after_ms);
+            let deadline = t0 + Duration::from_millis(now_ms) + after;
+            self.seq += 1;
+            let due = Due {
+                deadline,
+                after,
+                seq: self.seq,
+            };
+            self.t.start(due, Key::NONE, &mut self.head, 0)
+        }
+        fn fired(&mut self, now: Instant) -> Vec<Key> {
+            self.fired_before(now, u64::MAX)
+        }
+        fn fired_before(&mut self, now: Instant, round: u64) -> Vec<Key> {
+            let mut out = Vec::new();
+            while let Some((k, e)) = self.t.pop_due(now, round) {
+                self.t.detach(&e, &mut self.head);
+                out.push(k);
+            }
+            out
+        }
+        fn cancel(&mut self, key: Key) -> bool {
+            self.t.cancel(key, &mut self.head).is_some()
+        }
     }
 
     #[test]
     fn fire_in_deadline_order_ties_in_start_order() {
         let t0 = Instant::now();
-        let mut t = Timers::default();
+        let mut s = Set::new();
         let ms = |n| t0 + Duration::from_millis(n);
         let keys: Vec<Key> = [30, 10, 20, 10, 5]
             .iter()
-            .map(|&d| start(&mut t, t0, 0, d))
+            .map(|&d| s.start(t0, 0, d))
             .collect();
-        assert_eq!(t.next_deadline(), Some(ms(5)));
-        assert!(fired(&mut t, ms(4)).is_empty());
-        assert_eq!(
-            fired(&mut t, ms(20)),
-            vec![keys[4], keys[1], keys[3], keys[2]]
-        );
-        assert_eq!(fired(&mut t, ms(100)), vec![keys[0]]);
-        assert_eq!(t.len(), 0);
+        assert_eq!(s.t.next_deadline(), Some(ms(5)));
+        assert!(s.fired(ms(4)).is_empty());
+        assert_eq!(s.fired(ms(20)), vec![keys[4], keys[1], keys[3], keys[2]]);
+        assert_eq!(s.fired(ms(100)), vec![keys[0]]);
+        assert_eq!(s.t.len(), 0);
+        assert!(s.head.is_none());
     }
 
     #[test]
     fn timers_started_in_a_round_are_not_due_in_it() {
         let t0 = Instant::now();
-        let mut t = Timers::default();
-        let a = start(&mut t, t0, 0, 0);
-        let round = t.round();
-        let b = start(&mut t, t0, 0, 0);
-        assert_eq!(t.pop_due(t0, round).map(|(k, _)| k), Some(a));
-        assert!(t.pop_due(t0, round).is_none(), "b waits for the next round");
-        assert_eq!(t.pop_due(t0, t.round()).map(|(k, _)| k), Some(b));
+        let mut s = Set::new();
+        let a = s.start(t0, 0, 0);
+        let round = s.seq + 1;
+        let b = s.start(t0, 0, 0);
+        assert_eq!(
+            s.fired_before(t0, round),
+            vec![a],
+            "b waits for the next round"
+        );
+        assert_eq!(s.fired_before(t0, s.seq + 1), vec![b]);
     }
 
     #[test]
     fn more_durations_than_lists_go_to_the_heap_in_the_same_order() {
         let t0 = Instant::now();
-        let mut t = Timers::default();
+        let mut s = Set::new();
         let keys: Vec<Key> = (0..3 * MAX_LISTS as u64)
-            .map(|i| start(&mut t, t0, 0, 100 - i))
+            .map(|i| s.start(t0, 0, 100 - i))
             .collect();
-        assert_eq!(t.lists.len(), MAX_LISTS);
-        assert_eq!(t.heap.len(), 2 * MAX_LISTS);
-        let order = fired(&mut t, t0 + Duration::from_secs(1));
+        assert_eq!(s.t.lists.len(), MAX_LISTS);
+        assert_eq!(s.t.heap.len(), 2 * MAX_LISTS);
+        let order = s.fired(t0 + Duration::from_secs(1));
         let expected: Vec<Key> = keys.iter().rev().copied().collect();
         assert_eq!(order, expected);
         // Emptied lists are reused by new durations.
-        start(&mut t, t0, 0, 1000);
-        assert_eq!(t.lists.len(), MAX_LISTS);
-        assert!(t.heap.is_empty());
+        s.start(t0, 0, 1000);
+        assert_eq!(s.t.lists.len(), MAX_LISTS);
+        assert!(s.t.heap.is_empty());
+    }
+
+    #[test]
+    fn an_owners_timers_are_cancelled_all_at_once_oldest_first() {
+        let t0 = Instant::now();
+        let mut s = Set::new();
+        let keys: Vec<Key> = (0..5).map(|i| s.start(t0, 0, i % 2 * 1000)).collect();
+        assert!(s.cancel(keys[2]));
+        let all: Vec<Key> = s.t.cancel_all(s.head).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(all, [keys[0], keys[1], keys[3], keys[4]]);
+        assert_eq!(s.t.len(), 0);
+        assert!(s.t.next_deadline().is_none());
     }
 
     #[derive(Debug, Clone)]
@@ -366,7 +463,7 @@ mod tests {
         #[test]
         fn behaves_as_a_sorted_model(ops in proptest::collection::vec(op(), 0..300)) {
             let t0 = Instant::now();
-            let mut t = Timers::default();
+            let mut s = Set::new();
             let mut model: Vec<(u64, u64, Key)> = Vec::new(); // (deadline ms, seq, key)
             let mut started: Vec<Key> = Vec::new();
             let (mut now, mut seq) = (0u64, 0u64);
@@ -375,7 +472,7 @@ mod tests {
                     Op::Start(d) => {
                         // Mostly a few durations (lists), sometimes many (heap).
                         let after = if d < 200 { u64::from(d % 4) * 10 } else { u64::from(d) };
-                        let key = start(&mut t, t0, now, after);
+                        let key = s.start(t0, now, after);
                         model.push((now + after, seq, key));
                         started.push(key);
                         seq += 1;
@@ -383,7 +480,7 @@ mod tests {
                     Op::Cancel(i) if !started.is_empty() => {
                         let key = started[i % started.len()];
                         let pending = model.iter().position(|m| m.2 == key);
-                        prop_assert_eq!(t.cancel(key).is_some(), pending.is_some());
+                        prop_assert_eq!(s.cancel(key), pending.is_some());
                         if let Some(p) = pending {
                             model.remove(p);
                         }
@@ -394,13 +491,18 @@ mod tests {
                         model.sort();
                         let due: Vec<Key> = model.iter().filter(|m| m.0 <= now).map(|m| m.2).collect();
                         model.retain(|m| m.0 > now);
-                        prop_assert_eq!(fired(&mut t, t0 + Duration::from_millis(now)), due);
+                        prop_assert_eq!(s.fired(t0 + Duration::from_millis(now)), due);
                     }
                 }
-                prop_assert_eq!(t.len(), model.len());
+                prop_assert_eq!(s.t.len(), model.len());
                 let next = model.iter().map(|m| m.0).min();
-                prop_assert_eq!(t.next_deadline(), next.map(|ms| t0 + Duration::from_millis(ms)));
+                prop_assert_eq!(s.t.next_deadline(), next.map(|ms| t0 + Duration::from_millis(ms)));
             }
+            let rest: Vec<Key> = s.t.cancel_all(s.head).into_iter().map(|(k, _)| k).collect();
+            let mut expected: Vec<(u64, Key)> = model.iter().map(|m| (m.1, m.2)).collect();
+            expected.sort();
+            prop_assert_eq!(rest, expected.into_iter().map(|(_, k)| k).collect::<Vec<Key>>());
+            prop_assert_eq!(s.t.len(), 0);
         }
     }
 }

@@ -215,7 +215,7 @@ struct Anything;
 impl Actor for Busy {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
         ctx.subscribe(Self::on_anything);
-        let extra = ctx.create_address("extra");
+        let extra = ctx.create_address("extra").unwrap();
         ctx.subscribe_on(&extra, Self::on_anything).unwrap();
         let other = self.other.clone();
         ctx.subscribe_on(&other, Self::on_anything).unwrap();

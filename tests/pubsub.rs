@@ -336,7 +336,7 @@ struct IdentityMaker {
 impl Actor for IdentityMaker {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
         ctx.subscribe(Self::on_main);
-        let replies = ctx.create_address("replies");
+        let replies = ctx.create_address("replies").unwrap();
         ctx.subscribe_on(&replies, Self::on_replies).unwrap();
         self.out.set(replies);
     }

@@ -370,7 +370,7 @@ fn an_identity_can_be_removed_and_only_an_identity() {
     struct Maker;
     impl Actor for Maker {
         fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-            let extra = ctx.create_address("extra");
+            let extra = ctx.create_address("extra").unwrap();
             assert!(ctx.remove_address(&extra).is_ok());
             assert_eq!(
                 ctx.remove_address(&extra).unwrap_err().code(),

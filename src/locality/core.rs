@@ -12,7 +12,7 @@ use crate::io::{IoTable, SharedIo};
 use crate::lifecycle;
 use crate::message::UserEnvelope;
 use crate::queue::{Envelope, Queue};
-use crate::request::PendingRequest;
+use crate::request::{Payloads, PendingRequest};
 use crate::routing::Routes;
 use crate::subscription::{AddressInfo, BoxedHandler};
 use crate::timer::Timers;
@@ -30,7 +30,10 @@ pub(crate) struct Core {
     pub(crate) actors: Arena<ActorCell>,
     /// Addresses and subscriptions.
     pub(crate) routes: Routes<AddressInfo, BoxedHandler>,
-    pub(crate) requests: Arena<PendingRequest>,
+    /// Pending requests: each is a timeout carrying the request.
+    pub(crate) requests: Timers<PendingRequest>,
+    /// Spare request payload allocations.
+    pub(crate) payloads: Payloads,
     pub(crate) queue: Queue<Core>,
     /// The actor whose handler runs (for the dispatch loop's panic boundary).
     pub(crate) running: Key,
@@ -38,6 +41,8 @@ pub(crate) struct Core {
     id: u32,
     pub(crate) io: SharedIo,
     pub(crate) timers: Timers<TimerAction>,
+    /// The start sequence of the next timer (timers and requests share it).
+    pub(crate) timer_seq: u64,
     pub(crate) stats: Stats,
     pub(crate) inspect: Inspect,
     pub(super) mail: Vec<Box<dyn Remote>>,
@@ -74,10 +79,12 @@ impl Core {
             clock_set: false,
             actors: Arena::default(),
             routes: Routes::default(),
-            requests: Arena::default(),
+            requests: Timers::default(),
+            payloads: Payloads::default(),
             queue: Queue::default(),
             running: Key::NONE,
             timers: Timers::default(),
+            timer_seq: 0,
             stats: Stats::default(),
             inspect: Inspect::from_env(),
             mail: Vec::new(),
@@ -223,17 +230,6 @@ impl Core {
         address
     }
 
-    pub(crate) fn cancel_user_timer(&mut self, me: Key, timer: Key) -> bool {
-        if let Some(rare) = self
-            .actors
-            .get_mut(me)
-            .and_then(|cell| cell.rare.as_deref_mut())
-        {
-            remove_key(&mut rare.timers, timer);
-        }
-        self.timers.cancel(timer).is_some()
-    }
-
     /// One more actor keeps the locality alive (a root, or a child of a
     /// supervisor elsewhere).
     pub(crate) fn anchor(&mut self) {
@@ -285,8 +281,9 @@ impl Core {
 
     /// The locality stops with its actors where they are: tell what waits
     /// for them on other localities (their supervisors, their linked
-    /// servers), so that those do not wait forever.
-    fn abandon(&mut self, error: &Error) {
+    /// servers), so that those do not wait forever, and what they wait for
+    /// there (their children, their linked clients) to go.
+    pub(super) fn abandon(&mut self, error: &Error) {
         let mut notes = Vec::new();
         for cell in self.actors.values() {
             if let Some(parent) = cell
@@ -315,6 +312,18 @@ impl Core {
                     notes.push((
                         child.clone(),
                         lifecycle::SystemMsg::ShutdownRequest { reason },
+                    ));
+                }
+            }
+            // Its linked clients elsewhere: their server is going away.
+            for client in cell.plugins_ref().into_iter().flat_map(|p| &p.clients) {
+                if client.locality_id() != self.id() {
+                    notes.push((
+                        client.clone(),
+                        lifecycle::SystemMsg::UnlinkRequest {
+                            server: cell.address.clone(),
+                            client: client.clone(),
+                        },
                     ));
                 }
             }

@@ -2,10 +2,10 @@
 
 use super::Core;
 use crate::actor::ActorState;
-use crate::arena::{Key, remove_key};
+use crate::arena::Key;
 use crate::lifecycle;
-use crate::timer::TimerId;
-use std::time::Duration;
+use crate::timer::{Due, TimerId};
+use std::time::{Duration, Instant};
 
 /// A user callback, erased over the actor type.
 pub(crate) type UserTimerFn = Box<dyn FnOnce(&mut Core, Key, TimerId)>;
@@ -18,8 +18,6 @@ pub(crate) enum TimerAction {
     InitTimeout,
     /// The owner's shutdown did not finish in time.
     ShutdownTimeout,
-    /// A request of the owner got no reply in time.
-    Request(Key),
     /// The owner (a supervisor) restarts its child in `slot`.
     Restart { slot: usize },
 }
@@ -28,52 +26,114 @@ pub(crate) enum TimerAction {
 /// so that no deadline overflows the clock.
 const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
+/// The head of the list of `owner`'s timers (or requests), kept in its
+/// record; a detached dummy if the owner is gone (its list no longer matters).
+macro_rules! head_of {
+    ($actors:expr, $owner:expr, $field:ident, $dummy:ident) => {
+        match $actors.get_mut($owner).and_then(|c| c.rare.as_deref_mut()) {
+            Some(rare) => &mut rare.$field,
+            None => &mut $dummy,
+        }
+    };
+}
+pub(crate) use head_of;
+
 impl Core {
-    /// Starts a timer of `owner`, `after` from now (the locality's clock).
-    pub(crate) fn start_timer(&mut self, after: Duration, owner: Key, action: TimerAction) -> Key {
+    /// When a timer started now, `after` from now, is due.
+    pub(crate) fn due(&mut self, after: Duration) -> Due {
         let after = after.min(CENTURY);
         let deadline = self.now.checked_add(after).unwrap_or(self.now);
-        self.timers.start(deadline, after, owner, action)
+        let seq = self.timer_seq;
+        self.timer_seq += 1;
+        Due {
+            deadline,
+            after,
+            seq,
+        }
     }
 
-    /// Fires the timers that were due when this round began, at most
-    /// `limit` of them: one started meanwhile (even with no delay) waits for
-    /// the next round.
+    /// Starts a timer of `owner`, `after` from now (the locality's clock).
+    pub(crate) fn start_timer(&mut self, after: Duration, owner: Key, action: TimerAction) -> Key {
+        let due = self.due(after);
+        let head = match self.actors.get_mut(owner) {
+            Some(cell) => &mut cell.rare().timers_head,
+            None => return Key::NONE, // no owner, nothing to time
+        };
+        self.timers.start(due, owner, head, action)
+    }
+
+    /// Cancels a timer; `false` if it was not pending.
+    pub(crate) fn cancel_timer(&mut self, key: Key) -> bool {
+        let Some(owner) = self.timers.owner(key) else {
+            return false;
+        };
+        let mut detached = Key::NONE;
+        let head = head_of!(self.actors, owner, timers_head, detached);
+        self.timers.cancel(key, head).is_some()
+    }
+
+    /// The earliest deadline of a timer or a request.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        let timer = self.timers.earliest().map(|(_, d, _)| d);
+        let request = self.requests.earliest().map(|(_, d, _)| d);
+        match (timer, request) {
+            (Some(t), Some(r)) => Some(t.min(r)),
+            (t, r) => t.or(r),
+        }
+    }
+
+    /// Fires the timers (and request timeouts) that were due when this round
+    /// began, in deadline order (ties in start order), at most `limit` of
+    /// them: one started meanwhile (even with no delay) waits for the next
+    /// round.
     pub(super) fn fire_due_timers(&mut self, limit: usize) -> usize {
         let mut fired = 0;
-        let round = self.timers.round();
+        let round = self.timer_seq;
         while fired < limit {
-            let Some((key, entry)) = self.timers.pop_due(self.now, round) else {
-                break;
+            let timer = self.timers.earliest().map(|(_, d, s)| (d, s));
+            let request = self.requests.earliest().map(|(_, d, s)| (d, s));
+            let request_first = match (timer, request) {
+                (Some(t), Some(r)) => r < t,
+                (None, Some(_)) => true,
+                _ => false,
             };
-            fired += 1;
-            let owner = entry.owner;
-            match entry.action {
-                TimerAction::User(callback) => {
-                    if let Some(rare) = self
-                        .actors
-                        .get_mut(owner)
-                        .and_then(|cell| cell.rare.as_deref_mut())
-                    {
-                        remove_key(&mut rare.timers, key);
-                    }
-                    callback(self, owner, TimerId(key));
-                }
-                TimerAction::InitTimeout => {
-                    lifecycle::on_lifecycle_timeout(self, owner, ActorState::Initializing)
-                }
-                TimerAction::ShutdownTimeout => {
-                    lifecycle::on_lifecycle_timeout(self, owner, ActorState::ShuttingDown)
-                }
-                TimerAction::Request(request) => crate::request::on_timeout(self, request),
-                TimerAction::Restart { slot } => {
-                    crate::supervisor::restart::restart_child(self, owner, slot)
-                }
+            if request_first {
+                let Some((key, entry)) = self.requests.pop_due(self.now, round) else {
+                    break;
+                };
+                let mut detached = Key::NONE;
+                let head = head_of!(self.actors, entry.owner, requests_head, detached);
+                self.requests.detach(&entry, head);
+                crate::request::on_timeout(self, key, entry.action);
+            } else {
+                let Some((key, entry)) = self.timers.pop_due(self.now, round) else {
+                    break;
+                };
+                let mut detached = Key::NONE;
+                let head = head_of!(self.actors, entry.owner, timers_head, detached);
+                self.timers.detach(&entry, head);
+                self.fire(key, entry.owner, entry.action);
             }
+            fired += 1;
             if self.is_finished() {
                 break;
             }
         }
         fired
+    }
+
+    fn fire(&mut self, key: Key, owner: Key, action: TimerAction) {
+        match action {
+            TimerAction::User(callback) => callback(self, owner, TimerId(key)),
+            TimerAction::InitTimeout => {
+                lifecycle::on_lifecycle_timeout(self, owner, ActorState::Initializing)
+            }
+            TimerAction::ShutdownTimeout => {
+                lifecycle::on_lifecycle_timeout(self, owner, ActorState::ShuttingDown)
+            }
+            TimerAction::Restart { slot } => {
+                crate::supervisor::restart::restart_child(self, owner, slot)
+            }
+        }
     }
 }

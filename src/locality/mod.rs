@@ -41,6 +41,9 @@ pub struct Stats {
     pub dropped_closed: u64,
     /// Replies that came after their request was settled (late or duplicate).
     pub dropped_late_replies: u64,
+    /// Failed children that their supervisor let go for good (not
+    /// restarted); each is also logged (`WARN`) and shown by inspection.
+    pub children_given_up: u64,
     /// Live actors.
     pub actors: usize,
     /// Live addresses.
@@ -233,7 +236,7 @@ impl Locality {
             done = core.run_queue(done, budget);
             if done == before
                 && !core.shared.has_mail()
-                && core.timers.next_deadline().is_none_or(|d| d > core.now)
+                && core.next_deadline().is_none_or(|d| d > core.now)
             {
                 break;
             }
@@ -272,7 +275,7 @@ impl Locality {
     /// request timeouts, lifecycle timeouts and restart delays alike). With a
     /// manual clock, dispatch at this instant to fire it.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.core.timers.next_deadline()
+        self.core.next_deadline()
     }
 
     /// How long a loop may block in `poll` before the next `dispatch` is due:
@@ -451,7 +454,7 @@ impl Locality {
             actors: c.actors.len(),
             addresses: c.routes.addresses(),
             subscriptions: c.routes.subscriptions(),
-            timers: c.timers.len(),
+            timers: c.timers.len() + c.requests.len(),
             io: c.io.borrow().len(),
             requests: c.requests.len(),
             queued: c.queue.len(),
@@ -505,7 +508,16 @@ impl Drop for PollClaim {
 }
 
 impl Drop for Locality {
+    /// A locality dropped before it finished abandons its actors: their
+    /// supervisors on other localities get a `ChildDown` with
+    /// [`ErrorCode::LocalityLost`] (naming this locality), their linked
+    /// servers elsewhere are released, and its supervisors' children and
+    /// linked clients elsewhere are asked to go.
     fn drop(&mut self) {
+        if !self.core.is_finished() {
+            let lost = Error::new(ErrorCode::LocalityLost).with_context(self.name().to_string());
+            self.core.abandon(&lost);
+        }
         self.core.shared.close();
     }
 }

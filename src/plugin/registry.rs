@@ -24,6 +24,12 @@ use std::time::Duration;
 const NO_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 pub(crate) fn register<A: Actor>(ctx: &mut Context<'_, A>, name: Cow<'static, str>) {
+    if ctx.state() >= crate::ActorState::ShuttingDown {
+        // Its names were deregistered when its shutdown started: one
+        // registered now would outlive the actor.
+        tracing::warn!(actor = %ctx.address(), %name, "not registered: the actor is shutting down");
+        return;
+    }
     let address = ctx.address().clone();
     let name = name.into_owned();
     // Recorded now, not on success: if the actor goes before the answer, its
@@ -87,7 +93,9 @@ where
     };
     let timeout = cell.config().init_timeout.unwrap_or(NO_TIMEOUT);
     cell.plugins().registry_pending += 1;
-    let reply_to = ctx.create_address("registry");
+    let Ok(reply_to) = ctx.create_address("registry") else {
+        return; // in shutdown_finish: nothing is asked
+    };
     let identity = reply_to.clone();
     let on_answer = move |actor: &mut A, r: &Response<R>, ctx: &mut Context<'_, A>| {
         ctx.core.remove_identity(ctx.me, &identity);

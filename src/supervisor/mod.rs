@@ -10,6 +10,7 @@ use crate::error::{Error, ErrorCode};
 use crate::lifecycle::{self, SystemMsg};
 use crate::locality::Core;
 use slab::Slab;
+use std::collections::BTreeSet;
 
 /// A supervisor with no behaviour of its own: it only owns children.
 ///
@@ -35,7 +36,8 @@ pub enum InitFailurePolicy {
 /// Settings of a supervisor, given to [`Builder::supervisor`](crate::Builder::supervisor).
 ///
 /// The default: a child that fails its init takes the supervisor down, no
-/// registry, children start as soon as they are initialized. The struct is
+/// registry, children start as soon as they are initialized, and the
+/// supervisor carries on when it has let its last child go. The struct is
 /// `#[non_exhaustive]`: start from `SupervisorConfig::default()` and use the
 /// methods, e.g. `SupervisorConfig::default().with_registry()`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -47,6 +49,8 @@ pub struct SupervisorConfig {
     pub registry: bool,
     /// Start children only when none is initializing (a synchronized start).
     pub synchronize_start: bool,
+    /// Shut down once the last child is let go for good.
+    pub shutdown_when_childless: bool,
 }
 
 impl SupervisorConfig {
@@ -68,6 +72,22 @@ impl SupervisorConfig {
     /// Sets the policy for a child that fails to initialize.
     pub fn init_failure(mut self, policy: InitFailurePolicy) -> Self {
         self.init_failure = policy;
+        self
+    }
+
+    /// Shuts the supervisor down when it lets its last child go for good
+    /// (the child is not restarted; its own registry does not count): with
+    /// `ChildDown <- the child's reason` if the child failed, normally if it
+    /// ended normally. Its own supervisor then decides in turn.
+    ///
+    /// Off by default (rotor's way): a supervisor carries on without
+    /// children, and a failed child it gives up on is only logged (`WARN`),
+    /// shown by inspection and counted in
+    /// [`Stats::children_given_up`](crate::Stats::children_given_up). On, a
+    /// root made of [`Supervisor`] ends the program with the failure that
+    /// emptied it ([`System::run`](crate::System::run) returns it).
+    pub fn shutdown_when_childless(mut self, shutdown: bool) -> Self {
+        self.shutdown_when_childless = shutdown;
         self
     }
 }
@@ -131,6 +151,11 @@ pub(crate) struct SupervisorState {
     pub(crate) config: SupervisorConfig,
     pub(crate) children: Slab<ChildRecord>,
     pub(crate) initializing: usize,
+    /// The slots of the children that are `Initialized`: held until the
+    /// supervisor starts (or a synchronized start goes on). Kept apart so
+    /// that starting them never scans every child: each child's exit, init
+    /// and start costs O(log n), not O(n).
+    pub(crate) held: BTreeSet<usize>,
     /// The registry this supervisor made for its descendants (`with_registry`).
     pub(crate) registry: Option<Address>,
 }
@@ -141,12 +166,29 @@ impl SupervisorState {
             config,
             children: Slab::new(),
             initializing: 0,
+            held: BTreeSet::new(),
             registry: None,
         }
     }
 
     pub(crate) fn child_mut(&mut self, slot: usize, child: ChildId) -> Option<&mut ChildRecord> {
         self.children.get_mut(slot).filter(|c| c.is(child))
+    }
+
+    /// `true` if no child is left but the supervisor's own registry (its
+    /// first child, in slot 0, when it was made `with_registry`).
+    pub(crate) fn is_childless(&self) -> bool {
+        match self.children.len() {
+            0 => true,
+            1 => {
+                self.registry.is_some()
+                    && self
+                        .children
+                        .get(0)
+                        .is_some_and(|r| r.address == self.registry)
+            }
+            _ => false,
+        }
     }
 }
 
@@ -194,22 +236,29 @@ pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child:
                 core.send_system(&address, SystemMsg::Start);
             }
         }
-        ActorState::Operational if sup.initializing == 0 => start_children(core, me),
-        ActorState::Initializing => lifecycle::try_init(core, me),
-        _ => {}
+        _ => {
+            sup.held.insert(slot);
+            match my_state {
+                ActorState::Operational if sup.initializing == 0 => start_children(core, me),
+                ActorState::Initializing => lifecycle::try_init(core, me),
+                _ => {}
+            }
+        }
     }
 }
 
 /// Starts every child that is initialized (the supervisor is operational),
-/// unless a synchronized start waits for others still initializing.
+/// unless a synchronized start waits for others still initializing. Only
+/// the held children are visited, not every child.
 pub(crate) fn start_children(core: &mut Core, me: Key) {
     let Some(sup) = sup_mut(core, me) else { return };
-    if sup.config.synchronize_start && sup.initializing > 0 {
+    if sup.held.is_empty() || (sup.config.synchronize_start && sup.initializing > 0) {
         return;
     }
-    let mut to_start = Vec::new();
-    for (_, record) in sup.children.iter_mut() {
-        if record.state == ChildState::Initialized
+    let mut to_start = Vec::with_capacity(sup.held.len());
+    for slot in std::mem::take(&mut sup.held) {
+        if let Some(record) = sup.children.get_mut(slot)
+            && record.state == ChildState::Initialized
             && let Some(address) = &record.address
         {
             record.state = ChildState::Started;
@@ -228,26 +277,59 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     let Some(sup) = sup_mut(core, me) else { return };
     let mut to_stop = Vec::new();
     let mut timers = Vec::new();
-    sup.children.retain(|_, record| match record.state {
-        ChildState::ShuttingDown => true,
-        ChildState::Restarting => {
-            timers.extend(record.restart_timer.take());
-            false
+    // Once per supervisor: every child is visited, and the children still
+    // initializing are counted again on the way (restarting ones are dropped).
+    let mut initializing = 0;
+    sup.held.clear();
+    sup.children.retain(|slot, record| {
+        match record.state {
+            ChildState::ShuttingDown => {}
+            ChildState::Restarting => {
+                timers.extend(record.restart_timer.take());
+                return false;
+            }
+            _ => {
+                record.state = ChildState::ShuttingDown;
+                if let Some(address) = &record.address {
+                    to_stop.push((slot, address.clone()));
+                }
+            }
         }
-        _ => {
-            record.state = ChildState::ShuttingDown;
-            to_stop.extend(record.address.clone());
-            true
-        }
+        initializing += usize::from(record.initializing);
+        true
     });
-    sup.initializing = sup.children.iter().filter(|(_, r)| r.initializing).count();
+    sup.initializing = initializing;
     for timer in timers {
-        core.timers.cancel(timer);
+        core.cancel_timer(timer);
     }
-    for address in to_stop {
+    for (slot, address) in to_stop {
         let reason = Error::new(ErrorCode::SupervisorShutdown);
-        core.send_system(&address, SystemMsg::ShutdownRequest { reason });
+        stop_child(core, me, slot, &address, reason);
     }
+}
+
+/// Asks the child at `address` (in `slot`) to shut down. If its locality is
+/// gone, so is the child: the supervisor sends itself the child's
+/// `ChildDown` (`LocalityLost`, naming the locality) through its own inbox,
+/// behind whatever the child sent before its locality closed, so a real
+/// `ChildDown` comes first and the stand-in is then ignored.
+fn stop_child(core: &mut Core, me: Key, slot: usize, address: &Address, reason: Error) {
+    if core.send_system(address, SystemMsg::ShutdownRequest { reason }) {
+        return;
+    }
+    let Some(dest) = core.actors.get(me).map(|cell| cell.address.key()) else {
+        return;
+    };
+    let lost = Error::new(ErrorCode::LocalityLost).with_context(address.0.locality.name.clone());
+    tracing::warn!(child = %address, reason = %lost, "a child's locality is gone");
+    let msg = SystemMsg::ChildDown {
+        slot,
+        child: ChildId::of(address),
+        reason: lost,
+        restart: false,
+    };
+    core.shared
+        .post(Box::new(lifecycle::SysEnvelope { dest, msg }));
 }
 
 /// A child (or someone on its behalf) asks for the child to be shut down.
@@ -269,8 +351,10 @@ pub(crate) fn on_child_shutdown_trigger(
         return;
     }
     record.state = ChildState::ShuttingDown;
-    if let Some(address) = record.address.clone() {
-        core.send_system(&address, SystemMsg::ShutdownRequest { reason });
+    let address = record.address.clone();
+    sup.held.remove(&slot);
+    if let Some(address) = address {
+        stop_child(core, me, slot, &address, reason);
     }
 }
 
@@ -291,9 +375,54 @@ pub(crate) fn on_child_spawned(
             record.address = Some(address.clone());
             if record.state == ChildState::ShuttingDown {
                 let reason = Error::new(ErrorCode::SupervisorShutdown);
-                core.send_system(&address, SystemMsg::ShutdownRequest { reason });
+                stop_child(core, me, slot, &address, reason);
             }
         }
         Err(reason) => restart::on_child_lost(core, me, slot, reason),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Actor, ActorState, ErrorCode, Locality, Supervisor, SupervisorConfig};
+
+    struct Idle;
+    impl Actor for Idle {}
+
+    /// A child whose locality closed without a word (no `abandon`): the
+    /// shutdown request cannot be posted, and the supervisor counts the
+    /// child as gone instead of waiting for it forever.
+    #[test]
+    fn a_child_whose_locality_closed_is_gone_when_it_cannot_be_asked_to_go() {
+        let mut l0 = Locality::named("L0");
+        let mut l1 = Locality::named("L1");
+        let root = l0
+            .spawn_root(Supervisor)
+            .supervisor(SupervisorConfig::default())
+            .finish()
+            .unwrap();
+        let handle = l1.handle();
+        l0.spawn_on(&handle, &root, || Idle)
+            .escalate_failure()
+            .finish()
+            .unwrap();
+        for _ in 0..10 {
+            let (t0, t1) = (l0.now(), l1.now());
+            l0.run_until_idle(t0);
+            l1.run_until_idle(t1);
+        }
+        assert_eq!(l0.state_of(&root), Some(ActorState::Operational));
+        handle.shared.close();
+        drop(handle);
+        l0.shutdown(&root).unwrap();
+        let t0 = l0.now();
+        l0.run_until_idle(t0);
+        assert!(
+            l0.is_finished(),
+            "the root waits for a child it cannot reach"
+        );
+        // Shutting down, the root is past caring about the child's reason.
+        assert_eq!(l0.exit_reason().map(|e| e.code()), Some(ErrorCode::Normal));
+        drop(l1);
     }
 }

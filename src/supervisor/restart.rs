@@ -182,6 +182,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
     let Some(record) = sup.children.get_mut(slot) else {
         return;
     };
+    sup.held.remove(&slot);
     let child = ChildLabel(record.address.clone());
     tracing::debug!(supervisor = %my_address, %child, reason = reason.as_dyn_error(), "child down");
     let failed_init = record.initializing;
@@ -222,6 +223,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
         }
         Decision::GiveUp(limit) => {
             let record = sup.children.remove(slot);
+            let childless = sup.config.shutdown_when_childless && sup.is_childless();
             let escalate = record
                 .supervision
                 .as_ref()
@@ -231,13 +233,21 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
                 .as_ref()
                 .is_some_and(|s| s.config.autoshutdown);
             let cause = match limit {
-                Some(limit) => {
-                    tracing::warn!(supervisor = %my_address, %child, reason = reason.as_dyn_error(), "restart limit reached: giving up");
-                    limit.caused_by(reason)
-                }
+                Some(limit) => limit.caused_by(reason),
                 None => reason,
             };
-            if escalate && !cause.is_normal() {
+            let failed = !cause.is_normal();
+            if failed {
+                let then = if escalate {
+                    "escalating"
+                } else if autoshutdown || childless {
+                    "shutting down"
+                } else {
+                    "carrying on"
+                };
+                gave_up(core, me, &my_address, &child, &cause, then);
+            }
+            if escalate && failed {
                 let why = Error::new(ErrorCode::FailureEscalation)
                     .with_context(my_address.to_string())
                     .caused_by(cause);
@@ -251,6 +261,15 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
                         .caused_by(cause)
                 };
                 lifecycle::request_own_shutdown(core, me, why);
+            } else if childless {
+                let why = if failed {
+                    Error::new(ErrorCode::ChildDown)
+                        .with_context(format!("{my_address}: no child left"))
+                        .caused_by(cause)
+                } else {
+                    Error::normal().with_context(format!("{child} ended: no child left"))
+                };
+                lifecycle::request_own_shutdown(core, me, why);
             } else if my_state == ActorState::Initializing {
                 lifecycle::try_init(core, me);
             } else if my_state == ActorState::Operational {
@@ -259,6 +278,22 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
             }
         }
     }
+}
+
+/// A supervisor lets a failed child go for good: said at `WARN`, shown by
+/// inspection (level 1) and counted, whatever it does next (`then`), so
+/// that a supervisor that carries on does not do so silently.
+fn gave_up(
+    core: &mut Core,
+    me: Key,
+    supervisor: &Address,
+    child: &ChildLabel,
+    reason: &Error,
+    then: &str,
+) {
+    tracing::warn!(%supervisor, %child, %reason, then, "gave up on child");
+    core.stats.children_given_up += 1;
+    crate::inspect::gave_up(core, me, child, reason, then);
 }
 
 /// The restart delay of the child in `slot` is over: make a new instance.
@@ -305,7 +340,7 @@ pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize) {
     }
     match result {
         Ok(address) => {
-            tracing::info!(supervisor = %parent, child = ?address.as_ref().map(Address::to_string), "restarted child");
+            tracing::info!(supervisor = %parent, child = %ChildLabel(address.clone()), "restarted child");
             record.address = address;
             record.state = ChildState::Initializing;
         }

@@ -613,7 +613,7 @@ impl Actor for Node {
         ctx.subscribe(Self::on_response);
         ctx.subscribe(Self::on_cancel);
         ctx.subscribe(Self::on_stop);
-        let replies = ctx.create_address("replies");
+        let replies = ctx.create_address("replies").unwrap();
         if let Err(e) = ctx.subscribe_on(&replies, Self::on_response) {
             self.broken(ctx, format!("subscribe_on(replies): {e:#}"));
         }

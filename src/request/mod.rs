@@ -1,22 +1,22 @@
 //! Request/response: typed requests with a timeout each, exactly one response.
 //!
+//! This file holds the public types; `flow.rs` how a request travels.
+//!
 //! A request arms a timer in the requester's locality. The first of these
 //! settles it: the reply, the timeout, a cancellation. Whatever comes after
 //! (a late or second reply) is dropped silently, counted in
 //! [`Stats::dropped_late_replies`](crate::Stats) and shown by inspection.
 
+mod flow;
+
+pub(crate) use flow::{Payloads, PendingRequest, cancel, on_timeout, reply, requester_gone, send};
+
 use crate::address::Address;
-use crate::arena::{Key, remove_key};
+use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
-use crate::locality::Core;
-use crate::locality::fire::TimerAction;
-use crate::locality::shared::Remote;
-use crate::queue::Envelope;
-use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A request payload, naming the type of its response.
 ///
@@ -106,12 +106,40 @@ pub trait Request: Send + Sync + 'static {
 /// [`Context::request`](crate::Context::request), carried by its
 /// [`RequestMsg`], [`Response`] and [`CancelRequest`], and taken by
 /// [`Context::cancel_request`](crate::Context::cancel_request).
+///
+/// An id names its requester's locality and the request's generational
+/// slot there, so two ids of one program never compare equal, and an id
+/// from another locality (or one already settled) cancels nothing.
+/// `Display` shows all three: `request#<locality>.<slot>.<generation>`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct RequestId(pub(crate) Key);
+pub struct RequestId {
+    pub(crate) locality: u32,
+    pub(crate) key: Key,
+}
 
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "request#{}", self.0.idx)
+        write!(
+            f,
+            "request#{}.{}.{}",
+            self.locality, self.key.idx, self.key.generation
+        )
+    }
+}
+
+/// A request payload, shared by the request the server sees and the
+/// response the requester gets. Empty only while its allocation waits in a
+/// locality's pool for the next request of its type (never while a
+/// `RequestMsg` or a `Response` holds it).
+pub(crate) struct Payload<R> {
+    pub(crate) value: Option<R>,
+}
+
+impl<R> Payload<R> {
+    fn get(&self) -> &R {
+        self.value
+            .as_ref()
+            .expect("a request or response holds a full payload")
     }
 }
 
@@ -122,9 +150,9 @@ impl fmt::Display for RequestId {
 /// reply later (a deferred reply); clones are cheap. Only the first answer
 /// counts, and only if it comes before the requester's timeout.
 pub struct RequestMsg<R: Request> {
-    id: RequestId,
-    reply_to: Address,
-    payload: Arc<R>,
+    pub(crate) id: RequestId,
+    pub(crate) reply_to: Address,
+    pub(crate) payload: Arc<Payload<R>>,
 }
 
 impl<R: Request> Clone for RequestMsg<R> {
@@ -146,7 +174,7 @@ impl<R: Request> fmt::Debug for RequestMsg<R> {
 impl<R: Request> RequestMsg<R> {
     /// The request payload.
     pub fn payload(&self) -> &R {
-        &self.payload
+        self.payload.get()
     }
     /// The request's id (as the requester knows it).
     pub fn id(&self) -> RequestId {
@@ -163,9 +191,9 @@ impl<R: Request> RequestMsg<R> {
 /// on the address the replies go to (the main address, or the one given to
 /// [`Context::request_via`](crate::Context::request_via)).
 pub struct Response<R: Request> {
-    id: RequestId,
-    request: Arc<R>,
-    result: Result<R::Response, Error>,
+    pub(crate) id: RequestId,
+    pub(crate) request: Arc<Payload<R>>,
+    pub(crate) result: Result<R::Response, Error>,
 }
 
 impl<R: Request> fmt::Debug for Response<R> {
@@ -184,7 +212,7 @@ impl<R: Request> Response<R> {
     }
     /// The original request.
     pub fn request(&self) -> &R {
-        &self.request
+        self.request.get()
     }
     /// The reply, or why there is none.
     pub fn result(&self) -> Result<&R::Response, &Error> {
@@ -200,9 +228,9 @@ impl<R: Request> Response<R> {
 /// timeout expired, the requester cancelled it, or the requester shut down
 /// first. It does not say which. A server may subscribe to it to stop its work.
 pub struct CancelRequest<R: Request> {
-    id: RequestId,
-    reply_to: Address,
-    _request: PhantomData<fn() -> R>,
+    pub(crate) id: RequestId,
+    pub(crate) reply_to: Address,
+    pub(crate) _request: PhantomData<fn() -> R>,
 }
 
 impl<R: Request> fmt::Debug for CancelRequest<R> {
@@ -219,205 +247,5 @@ impl<R: Request> CancelRequest<R> {
     /// The reply address of the cancelled request (as in [`RequestMsg::reply_to`]).
     pub fn reply_to(&self) -> &Address {
         &self.reply_to
-    }
-}
-
-/// How a pending request ends without a reply.
-#[derive(Clone, Copy)]
-pub(crate) enum Outcome {
-    Timeout,
-    Cancelled,
-    RequesterGone,
-}
-
-type SettleFn = fn(&mut Core, Key, PendingRequest, Outcome);
-
-/// A request waiting for its response, in the requester's locality.
-pub(crate) struct PendingRequest {
-    requester: Key,
-    reply_to: Address,
-    timer: Key,
-    server: Address,
-    payload: Arc<dyn Any + Send + Sync>,
-    settle: SettleFn,
-}
-
-/// Sends a request from actor `me`, replies going to `reply_to`.
-pub(crate) fn send<R: Request>(
-    core: &mut Core,
-    me: Key,
-    reply_to: Address,
-    to: &Address,
-    payload: R,
-    timeout: Duration,
-) -> RequestId {
-    let payload = Arc::new(payload);
-    let pending = PendingRequest {
-        requester: me,
-        reply_to: reply_to.clone(),
-        timer: Key::NONE,
-        server: to.clone(),
-        payload: payload.clone(),
-        settle: settle::<R>,
-    };
-    let key = core.requests.insert(pending);
-    let timer = core.start_timer(timeout, me, TimerAction::Request(key));
-    if let Some(p) = core.requests.get_mut(key) {
-        p.timer = timer;
-    }
-    if let Some(cell) = core.actors.get_mut(me) {
-        cell.rare().requests.push(key);
-    }
-    let id = RequestId(key);
-    core.send(
-        to,
-        me,
-        RequestMsg {
-            id,
-            reply_to,
-            payload,
-        },
-    );
-    id
-}
-
-/// Sends a reply (or the server's error) for `request`.
-pub(crate) fn reply<R: Request>(
-    core: &mut Core,
-    me: Key,
-    request: &RequestMsg<R>,
-    result: Result<R::Response, Error>,
-) {
-    let response = Response {
-        id: request.id,
-        request: request.payload.clone(),
-        result,
-    };
-    let to = &request.reply_to;
-    if to.locality_id() == core.id() {
-        core.enqueue(ReplyEnvelope {
-            dest: to.key(),
-            sender: me,
-            response,
-            settled: false,
-        });
-    } else {
-        let envelope = ReplyEnvelope {
-            dest: to.key(),
-            sender: Key::NONE,
-            response,
-            settled: false,
-        };
-        if !to.0.locality.post(Box::new(envelope)) {
-            core.stats.dropped_closed += 1;
-        }
-    }
-}
-
-/// Cancels a pending request of `me`; `false` if it is not pending (or not `me`'s).
-pub(crate) fn cancel(core: &mut Core, me: Key, id: RequestId) -> bool {
-    match core.requests.get(id.0) {
-        Some(p) if p.requester == me => {}
-        _ => return false,
-    }
-    let pending = core.requests.remove(id.0).expect("checked above");
-    core.timers.cancel(pending.timer);
-    (pending.settle)(core, id.0, pending, Outcome::Cancelled);
-    true
-}
-
-/// The request timer fired.
-pub(crate) fn on_timeout(core: &mut Core, key: Key) {
-    if let Some(pending) = core.requests.remove(key) {
-        (pending.settle)(core, key, pending, Outcome::Timeout);
-    }
-}
-
-/// The requester is shutting down: its pending requests end, the servers are told.
-pub(crate) fn requester_gone(core: &mut Core, keys: impl IntoIterator<Item = Key>) {
-    for key in keys {
-        if let Some(pending) = core.requests.remove(key) {
-            core.timers.cancel(pending.timer);
-            (pending.settle)(core, key, pending, Outcome::RequesterGone);
-        }
-    }
-}
-
-fn forget(core: &mut Core, requester: Key, key: Key) {
-    if let Some(rare) = core
-        .actors
-        .get_mut(requester)
-        .and_then(|cell| cell.rare.as_deref_mut())
-    {
-        remove_key(&mut rare.requests, key);
-    }
-}
-
-fn settle<R: Request>(core: &mut Core, key: Key, pending: PendingRequest, outcome: Outcome) {
-    forget(core, pending.requester, key);
-    let Ok(request) = pending.payload.downcast::<R>() else {
-        return;
-    };
-    let id = RequestId(key);
-    let server = pending.server;
-    // However it ends without a reply, the server is told: it may stop working
-    // on it (a registry drops a waiting discovery, say).
-    let cancel = CancelRequest::<R> {
-        id,
-        reply_to: pending.reply_to.clone(),
-        _request: PhantomData,
-    };
-    let sender = if let Outcome::Cancelled = outcome {
-        pending.requester
-    } else {
-        Key::FRAMEWORK
-    };
-    core.send(&server, sender, cancel);
-    let code = match outcome {
-        Outcome::Timeout => ErrorCode::RequestTimeout,
-        Outcome::Cancelled => ErrorCode::Cancelled,
-        Outcome::RequesterGone => return,
-    };
-    let response = Response {
-        id,
-        request,
-        result: Err(Error::new(code).with_context(server.to_string())),
-    };
-    core.enqueue(ReplyEnvelope {
-        dest: pending.reply_to.key(),
-        sender: Key::FRAMEWORK,
-        response,
-        settled: true,
-    });
-}
-
-/// A response on its way to the requester's reply address.
-struct ReplyEnvelope<R: Request> {
-    dest: Key,
-    sender: Key,
-    response: Response<R>,
-    /// `true` when the framework made it (timeout, cancel): the request is settled already.
-    settled: bool,
-}
-
-impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
-    fn deliver(self, core: &mut Core) {
-        if !self.settled {
-            let key = self.response.id.0;
-            let Some(pending) = core.requests.remove(key) else {
-                core.stats.dropped_late_replies += 1;
-                crate::inspect::late_reply::<Response<R>>(core, self.dest, self.sender);
-                return;
-            };
-            core.timers.cancel(pending.timer);
-            forget(core, pending.requester, key);
-        }
-        crate::subscription::route(core, self.dest, self.sender, &self.response);
-    }
-}
-
-impl<R: Request> Remote for ReplyEnvelope<R> {
-    fn localize(self: Box<Self>, core: &mut Core) {
-        core.enqueue(*self);
     }
 }

@@ -1,0 +1,310 @@
+//! How a request travels: sent with a timer, settled once by the first of
+//! the reply, the timeout or a cancellation; whatever comes after (a late or
+//! second reply) is dropped, counted in
+//! [`Stats::dropped_late_replies`](crate::Stats) and shown by inspection.
+//!
+//! A pending request lives in the requester's locality as a timer that
+//! carries it (a [`Timers`](crate::timer::Timers) of its own: per-duration
+//! lists, linked per requester), so sending and settling are O(1) and a
+//! request costs one record, not a record and a timer. The
+//! payload's allocation is shared by the request and the response, and
+//! reused: once the response has been delivered and nobody else holds the
+//! payload, its allocation goes to a per-type pool for the next request, so
+//! a steady stream of requests allocates nothing.
+
+use super::{CancelRequest, Payload, Request, RequestId, RequestMsg, Response};
+use crate::address::Address;
+use crate::arena::Key;
+use crate::error::{Error, ErrorCode};
+use crate::locality::Core;
+use crate::locality::fire::head_of;
+use crate::locality::shared::Remote;
+use crate::queue::Envelope;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a pending request ends without a reply.
+#[derive(Clone, Copy)]
+enum Outcome {
+    Timeout,
+    Cancelled,
+    RequesterGone,
+}
+
+/// Ends a request without a reply: (core, request key, requester, request, how).
+type SettleFn = fn(&mut Core, Key, Key, PendingRequest, Outcome);
+
+/// A request waiting for its response, in the requester's locality.
+pub(crate) struct PendingRequest {
+    /// The reply address (of this locality).
+    reply_to: Key,
+    server: Address,
+    payload: Arc<dyn Any + Send + Sync>,
+    settle: SettleFn,
+}
+
+/// Sends a request from actor `me`, replies going to `reply_to` (one of
+/// `me`'s addresses).
+pub(crate) fn send<R: Request>(
+    core: &mut Core,
+    me: Key,
+    reply_to: Address,
+    to: &Address,
+    payload: R,
+    timeout: Duration,
+) -> RequestId {
+    let due = core.due(timeout);
+    let payload = core.payloads.take(payload);
+    let Some(cell) = core.actors.get_mut(me) else {
+        // Not reachable from a handler (its actor is live); refuse quietly.
+        return RequestId::NONE;
+    };
+    let pending = PendingRequest {
+        reply_to: reply_to.key(),
+        server: to.clone(),
+        payload: payload.clone(),
+        settle: settle::<R>,
+    };
+    let head = &mut cell.rare().requests_head;
+    let key = core.requests.start(due, me, head, pending);
+    let id = RequestId {
+        locality: core.id(),
+        key,
+    };
+    core.send(
+        to,
+        me,
+        RequestMsg {
+            id,
+            reply_to,
+            payload,
+        },
+    );
+    id
+}
+
+/// Sends a reply (or the server's error) for `request`.
+pub(crate) fn reply<R: Request>(
+    core: &mut Core,
+    me: Key,
+    request: &RequestMsg<R>,
+    result: Result<R::Response, Error>,
+) {
+    let response = Response {
+        id: request.id,
+        request: request.payload.clone(),
+        result,
+    };
+    let to = &request.reply_to;
+    if to.locality_id() == core.id() {
+        core.enqueue(ReplyEnvelope {
+            dest: to.key(),
+            sender: me,
+            response,
+            settled: false,
+        });
+    } else {
+        let envelope = ReplyEnvelope {
+            dest: to.key(),
+            sender: Key::NONE,
+            response,
+            settled: false,
+        };
+        if !to.0.locality.post(Box::new(envelope)) {
+            core.stats.dropped_closed += 1;
+        }
+    }
+}
+
+/// Cancels a pending request of `me`; `false` if it is not pending, not
+/// `me`'s, or of another locality.
+pub(crate) fn cancel(core: &mut Core, me: Key, id: RequestId) -> bool {
+    if id.locality != core.id() || core.requests.owner(id.key) != Some(me) {
+        return false;
+    }
+    let Some((requester, pending)) = remove(core, id.key) else {
+        return false;
+    };
+    (pending.settle)(core, id.key, requester, pending, Outcome::Cancelled);
+    true
+}
+
+/// The request's timeout fired (it is out of the request set already).
+pub(crate) fn on_timeout(core: &mut Core, key: Key, pending: PendingRequest) {
+    (pending.settle)(core, key, Key::FRAMEWORK, pending, Outcome::Timeout);
+}
+
+/// The requester is shutting down: its pending requests (the list that
+/// starts at `head`) end, and the servers are told.
+pub(crate) fn requester_gone(core: &mut Core, head: Key) {
+    for (key, entry) in core.requests.cancel_all(head) {
+        (entry.action.settle)(core, key, entry.owner, entry.action, Outcome::RequesterGone);
+    }
+}
+
+/// Takes a pending request out of the request set (and its requester's
+/// list): its requester and what it keeps.
+fn remove(core: &mut Core, key: Key) -> Option<(Key, PendingRequest)> {
+    let owner = core.requests.owner(key)?;
+    let mut detached = Key::NONE;
+    let head = head_of!(core.actors, owner, requests_head, detached);
+    core.requests.cancel(key, head).map(|e| (owner, e.action))
+}
+
+fn settle<R: Request>(
+    core: &mut Core,
+    key: Key,
+    requester: Key,
+    pending: PendingRequest,
+    outcome: Outcome,
+) {
+    let Ok(request) = pending.payload.downcast::<Payload<R>>() else {
+        return;
+    };
+    let id = RequestId {
+        locality: core.id(),
+        key,
+    };
+    let server = pending.server;
+    // However it ends without a reply, the server is told: it may stop working
+    // on it (a registry drops a waiting discovery, say).
+    let reply_to = core
+        .routes
+        .address(pending.reply_to)
+        .map(|a| a.address.clone());
+    if let Some(reply_to) = reply_to {
+        let cancel = CancelRequest::<R> {
+            id,
+            reply_to,
+            _request: PhantomData,
+        };
+        let sender = if let Outcome::Cancelled = outcome {
+            requester
+        } else {
+            Key::FRAMEWORK
+        };
+        core.send(&server, sender, cancel);
+    }
+    let code = match outcome {
+        Outcome::Timeout => ErrorCode::RequestTimeout,
+        Outcome::Cancelled => ErrorCode::Cancelled,
+        Outcome::RequesterGone => return,
+    };
+    let response = Response {
+        id,
+        request,
+        result: Err(Error::new(code).with_context(server.to_string())),
+    };
+    core.enqueue(ReplyEnvelope {
+        dest: pending.reply_to,
+        sender: Key::FRAMEWORK,
+        response,
+        settled: true,
+    });
+}
+
+/// A response on its way to the requester's reply address.
+struct ReplyEnvelope<R: Request> {
+    dest: Key,
+    sender: Key,
+    response: Response<R>,
+    /// `true` when the framework made it (timeout, cancel): the request is settled already.
+    settled: bool,
+}
+
+impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
+    fn deliver(self, core: &mut Core) {
+        if !self.settled {
+            let key = self.response.id.key;
+            let pending = (self.response.id.locality == core.id())
+                .then(|| remove(core, key))
+                .flatten();
+            if pending.is_none() {
+                core.stats.dropped_late_replies += 1;
+                crate::inspect::late_reply::<Response<R>>(core, self.dest, self.sender);
+                return;
+            }
+        }
+        crate::subscription::route(core, self.dest, self.sender, &self.response);
+        core.payloads.give(self.response.request);
+    }
+}
+
+impl<R: Request> Remote for ReplyEnvelope<R> {
+    fn localize(self: Box<Self>, core: &mut Core) {
+        core.enqueue(*self);
+    }
+}
+
+/// Payload allocations waiting for the next request of their type.
+#[derive(Default)]
+pub(crate) struct Payloads {
+    by_type: HashMap<TypeId, Box<dyn Any>, BuildHasherDefault<TypeIdHasher>>,
+}
+
+/// How many spare allocations one payload type keeps.
+const SPARE: usize = 32;
+
+impl Payloads {
+    /// A payload holding `value`: a spare allocation if there is one.
+    fn take<R: Request>(&mut self, value: R) -> Arc<Payload<R>> {
+        let spare = self
+            .by_type
+            .get_mut(&TypeId::of::<R>())
+            .and_then(|pool| pool.downcast_mut::<Vec<Arc<Payload<R>>>>())
+            .and_then(Vec::pop);
+        match spare {
+            Some(mut arc) => match Arc::get_mut(&mut arc) {
+                Some(payload) => {
+                    payload.value = Some(value);
+                    arc
+                }
+                None => Arc::new(Payload { value: Some(value) }),
+            },
+            None => Arc::new(Payload { value: Some(value) }),
+        }
+    }
+
+    /// Takes back a payload after its response was delivered: if nobody else
+    /// holds it, its value is dropped now and its allocation kept.
+    fn give<R: Request>(&mut self, mut payload: Arc<Payload<R>>) {
+        let Some(unique) = Arc::get_mut(&mut payload) else {
+            return; // a server keeps it (a deferred reply): dropped with the last holder
+        };
+        unique.value = None;
+        let pool = self
+            .by_type
+            .entry(TypeId::of::<R>())
+            .or_insert_with(|| Box::new(Vec::<Arc<Payload<R>>>::new()));
+        if let Some(pool) = pool.downcast_mut::<Vec<Arc<Payload<R>>>>()
+            && pool.len() < SPARE
+        {
+            pool.push(payload);
+        }
+    }
+}
+
+/// `TypeId` is already a hash: fold its bits instead of hashing them again.
+#[derive(Default)]
+struct TypeIdHasher(u64);
+
+impl Hasher for TypeIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+    fn write_u128(&mut self, n: u128) {
+        self.0 ^= (n as u64) ^ ((n >> 64) as u64);
+    }
+}
