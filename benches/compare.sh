@@ -3,24 +3,35 @@
 # workloads: interleaved repetitions, every run pinned to CPU 0, medians out.
 #
 #   bash benches/compare.sh [REPS]        # default 5; ~2 minutes per repetition
+#   INSTRUCTIONS=1 bash benches/compare.sh 1   # also callgrind's instructions per operation
 #
 # The peer programs are ../shared/bench-peers (next to this repository); they
 # are copied to a temporary directory and built there, outside the repository.
+# commutator's timed runs come from the bench target `workloads` (the system
+# allocator); its allocations per operation from the target `allocations`
+# (a counting allocator), run once, before the repetitions.
 # Raw lines and medians go to $OUT (default: a new temporary directory).
 set -euo pipefail
 REPS=${1:-5}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 PEERS_SRC=${PEERS_SRC:-$HERE/../shared/bench-peers}
-OUT=${OUT:-$(mktemp -d)}
+OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"
 PEERS_BUILD=${PEERS_BUILD:-$OUT/peers}
 
 if [ ! -x "$PEERS_BUILD/target/release/stakker-bench" ]; then
   mkdir -p "$PEERS_BUILD" && cp -r "$PEERS_SRC/." "$PEERS_BUILD"
-  (cd "$PEERS_BUILD" && cargo build --release --quiet)
+  (cd "$PEERS_BUILD" && CARGO_TARGET_DIR=target cargo build --release --quiet)
 fi
 PD=$PEERS_BUILD/target/release
-CB=$(cd "$HERE" && cargo bench --bench workloads --no-run 2>&1 | grep -o 'target/release/deps/workloads-[a-z0-9]*' | head -1)
-CB=$HERE/$CB
+bench_bin() { # $1=bench target -> its executable (from cargo's JSON, wherever CARGO_TARGET_DIR points)
+  local bin
+  bin=$(cd "$HERE" && cargo bench --bench "$1" --no-run --message-format=json-render-diagnostics \
+    | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//' | tail -1)
+  [ -x "$bin" ] || { echo "no executable for the bench target $1 (got '$bin')" >&2; return 1; }
+  echo "$bin"
+}
+CB=$(bench_bin workloads)
+CA=$(bench_bin allocations)
 
 RAW=$OUT/raw.txt; ERR=$OUT/stderr.txt; : > "$RAW"; : > "$ERR"
 rss() { awk -F': ' '/Maximum resident set size/{print $2}' "$1"; }
@@ -41,11 +52,13 @@ commutator() { # $1=rep
     sed "s/\$/ rep=$rep/" "$OUT/c_err.txt" >> "$ERR"
   done
   out=$( /usr/bin/time -v taskset -c 0 "$CB" --bench w4 2>"$OUT/time_w4.txt" )
-  grep '^alloc' "$OUT/time_w4.txt" | sed "s/\$/ rep=$rep/" >> "$ERR"
   echo "$out rss_kb=$(rss "$OUT/time_w4.txt") rep=$rep" | tee -a "$RAW"
   /usr/bin/time -v taskset -c 0 "$CB" --bench nothing >/dev/null 2>"$OUT/time_base.txt"
   echo "commutator baseline_rss 0 0 0 rss_kb=$(rss "$OUT/time_base.txt") rep=$rep" | tee -a "$RAW"
 }
+# Allocation counts hardly vary from run to run: one run (pinned, like the others) is enough.
+ALLOCS=$OUT/allocations.txt
+taskset -c 0 "$CA" --bench 2>>"$ERR" | tee "$ALLOCS"
 ORDER=(commutator stakker actix ractor kameo)
 for rep in $(seq 1 "$REPS"); do
   n=${#ORDER[@]}
@@ -68,4 +81,12 @@ for (p, w), v in sorted(d.items()):
     r = [x[1] for x in v if x[1] is not None]
     print(f"| {p} | {w} | {st.median(x[0] for x in v):,.0f} | {int(st.median(r)) if r else '-'} |")
 PY
+echo
+echo "commutator, counting allocator (bench target allocations, a tenth of the counts):"
+cat "$ALLOCS"
+if [ -n "${INSTRUCTIONS:-}" ]; then
+  echo
+  echo "commutator, callgrind (benches/instructions.sh):"
+  OUT=$OUT/callgrind bash "$HERE/benches/instructions.sh"
+fi
 echo "raw lines: $RAW"

@@ -1,16 +1,28 @@
 //! The benchmark workloads of `../shared/bench-peers`, on commutator, on a
 //! `System`'s own mio loop (the same deployment as the stakker_mio peer).
 //!
-//! `cargo bench` runs them all; `cargo bench --bench workloads -- w3` runs one.
-//! Each prints `commutator <workload> <count> <seconds> <rate_per_sec>`; the
-//! `alloc` lines give allocations per message in the timed part (a counting
-//! global allocator) and bytes per idle actor.
+//! This module is shared by the two bench targets (`Cargo.toml`):
+//!
+//! - `workloads` (`benches/timed.rs`): the timed runs, on the system
+//!   allocator as is. Each workload prints
+//!   `commutator <workload> <count> <seconds> <rate_per_sec>`.
+//! - `allocations` (`benches/allocations.rs`): a counting global allocator,
+//!   each workload once at a tenth of its count. Prints
+//!   `commutator <workload> allocations_per_op <N>` (allocations from the kick
+//!   to the end of `run()`, shutdown included, per message, request or actor;
+//!   for `w5_threads` the whole workload, both systems and the thread
+//!   included) and `commutator w6_scale bytes_per_idle_actor <N>` (heap bytes
+//!   per idle actor with one subscription, at the full 1,000,000 actors: the
+//!   figure depends on how full the tables are).
+//!
+//! `cargo bench` runs both; `cargo bench --bench workloads -- w3` runs one
+//! workload of one target.
 
 use commutator::prelude::*;
-use std::alloc::{GlobalAlloc, Layout, System as SystemAlloc};
 use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 const N_PINGPONG: u64 = 10_000_000;
@@ -22,41 +34,44 @@ const N_SPAWN: usize = 100_000;
 const N_IDLE: usize = 1_000_000;
 const N_THREADS: u64 = 2_000_000;
 
+/// What the allocations target divides the message, request and actor
+/// counts by (not the idle population of `w6_scale`).
+const ALLOCATIONS_DIV: u16 = 10;
+
 /// What the counts are divided by: `cargo bench` passes `--bench` (1);
 /// anything else (e.g. `cargo test --all-targets`) gets a smoke run with a
 /// thousandth of the counts; `COMMUTATOR_BENCH_DIV=<n>` sets it (for
-/// instruction counts under callgrind, see `benches/instructions.sh`).
-static DIV: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(1);
+/// instruction counts under callgrind, see `benches/instructions.sh`). The
+/// allocations target divides the operations by `ALLOCATIONS_DIV` more.
+static DIV: AtomicU16 = AtomicU16::new(1);
+/// What the idle population of `w6_scale` is divided by (`DIV` without the
+/// allocations target's reduction).
+static SCALE_DIV: AtomicU16 = AtomicU16::new(1);
 
 fn n<T: From<u16> + std::ops::Div<Output = T>>(count: T) -> T {
     count / T::from(DIV.load(Relaxed))
 }
 
-// ---------------- a counting allocator ----------------
+// ---------------- allocation counts (the allocations target only) ----------------
 
-struct Counting;
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
-        LIVE_BYTES.fetch_add(layout.size() as isize, Relaxed);
-        unsafe { SystemAlloc.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE_BYTES.fetch_sub(layout.size() as isize, Relaxed);
-        unsafe { SystemAlloc.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
-        LIVE_BYTES.fetch_add(new_size as isize - layout.size() as isize, Relaxed);
-        unsafe { SystemAlloc.realloc(ptr, layout, new_size) }
-    }
+/// What a counting global allocator knows.
+pub trait Counters: Sync {
+    /// Allocations (and reallocations) so far.
+    fn allocations(&self) -> u64;
+    /// Bytes allocated and not freed yet.
+    fn live_bytes(&self) -> isize;
 }
 
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+/// Set by the allocations target: the runs count allocations instead of time.
+static COUNTERS: OnceLock<&'static dyn Counters> = OnceLock::new();
+/// Allocations when the measured part began.
+static MARK: AtomicU64 = AtomicU64::new(0);
+
+fn mark() {
+    if let Some(c) = COUNTERS.get() {
+        MARK.store(c.allocations(), Relaxed);
+    }
+}
 
 // ---------------- harness ----------------
 
@@ -71,28 +86,36 @@ fn done<A: Actor>(ctx: &mut Context<'_, A>) {
     ctx.shutdown_supervisor();
 }
 
+/// Prints the workload's line: its rate, or (allocations target) its
+/// allocations per operation since the last `mark`.
 fn report(workload: &str, count: u64, secs: f64) {
-    println!(
-        "commutator {workload} {count} {secs:.6} {:.0}",
-        count as f64 / secs
-    );
+    match COUNTERS.get() {
+        None => println!(
+            "commutator {workload} {count} {secs:.6} {:.0}",
+            count as f64 / secs
+        ),
+        Some(c) => {
+            let allocations = c.allocations() - MARK.load(Relaxed);
+            println!(
+                "commutator {workload} allocations_per_op {:.4}",
+                allocations as f64 / count as f64
+            );
+        }
+    }
 }
 
-/// Brings the tree up, sends the kick, times `run()` and the allocations in it.
+/// Brings the tree up, sends the kick, times `run()` (or counts the
+/// allocations in it).
 fn timed<M: Send + 'static>(workload: &str, count: u64, mut system: System, to: &Address, kick: M) {
     system.locality().run_until_idle(Instant::now());
     DONE.with(|d| d.set(None));
-    let allocations = ALLOCATIONS.load(Relaxed);
+    mark();
     let t0 = Instant::now();
     system.send(to, kick).map_err(|e| e.error).expect("kick");
     system.run().expect("run");
     // w4 times its whole run (spawn, start, shutdown); the others stop at `done`.
     let end = DONE.with(Cell::get).unwrap_or_else(Instant::now);
-    let whole = (ALLOCATIONS.load(Relaxed) - allocations) as f64 / count as f64;
     report(workload, count, end.duration_since(t0).as_secs_f64());
-    eprintln!(
-        "alloc {workload}: {whole:.4} allocations per message (whole run, shutdown included)"
-    );
 }
 
 fn new_system(root: impl Actor) -> (System, Address) {
@@ -143,16 +166,14 @@ impl Player {
 
 fn pingpong(workload: &str, idle: usize) {
     let (mut system, root) = new_system(Supervisor);
-    let live = LIVE_BYTES.load(Relaxed);
+    let live = COUNTERS.get().map(|c| c.live_bytes());
     for _ in 0..idle {
         system.spawn(&root, Idle).finish().expect("idle");
     }
     system.locality().run_until_idle(Instant::now());
-    if idle > 0 {
-        let per_actor = (LIVE_BYTES.load(Relaxed) - live) as f64 / idle as f64;
-        eprintln!(
-            "alloc {workload}: {idle} idle actors with a subscription each, {per_actor:.0} bytes per idle actor"
-        );
+    if let (Some(c), Some(live), true) = (COUNTERS.get(), live, idle > 0) {
+        let per_actor = (c.live_bytes() - live) as f64 / idle as f64;
+        println!("commutator {workload} bytes_per_idle_actor {per_actor:.0}");
     }
     let a = system.spawn(&root, Player::default()).finish().expect("a");
     let b = system
@@ -453,17 +474,33 @@ fn w5() {
     report("w5_threads", n(N_THREADS), secs);
 }
 
-fn main() {
-    let div = std::env::var("COMMUTATOR_BENCH_DIV")
+/// Runs the workloads named on the command line (all without a name):
+/// timed, or with `counters` (the allocations target) counted.
+pub fn main(counters: Option<&'static dyn Counters>) {
+    let div: Option<u16> = std::env::var("COMMUTATOR_BENCH_DIV")
         .ok()
         .and_then(|d| d.parse().ok());
     let bench = std::env::args().any(|a| a == "--bench");
-    DIV.store(div.unwrap_or(if bench { 1 } else { 1000 }).max(1), Relaxed);
+    let div = div.unwrap_or(if bench { 1 } else { 1000 }).max(1);
+    SCALE_DIV.store(div, Relaxed);
+    match counters {
+        None => DIV.store(div, Relaxed),
+        Some(c) => {
+            DIV.store(div.saturating_mul(ALLOCATIONS_DIV), Relaxed);
+            let _ = COUNTERS.set(c);
+        }
+    }
     let filter: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let run = |name: &str| filter.is_empty() || filter.iter().any(|f| name.starts_with(f.as_str()));
+    let run = |name: &str| {
+        let selected = filter.is_empty() || filter.iter().any(|f| name.starts_with(f.as_str()));
+        if selected {
+            mark();
+        }
+        selected
+    };
     if run("w1_pingpong") {
         pingpong("w1_pingpong", 0);
     }
@@ -480,6 +517,6 @@ fn main() {
         w5();
     }
     if run("w6_scale") {
-        pingpong("w6_scale", n(N_IDLE));
+        pingpong("w6_scale", N_IDLE / usize::from(SCALE_DIV.load(Relaxed)));
     }
 }
