@@ -101,6 +101,7 @@ impl<T> Arena<T> {
         self.insert_with(|_| value)
     }
 
+    #[inline]
     pub(crate) fn get(&self, key: Key) -> Option<&T> {
         match self.slab.get(key.idx as usize) {
             Some(e) if e.generation == key.generation => Some(&e.value),
@@ -108,6 +109,7 @@ impl<T> Arena<T> {
         }
     }
 
+    #[inline]
     pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut T> {
         match self.slab.get_mut(key.idx as usize) {
             Some(e) if e.generation == key.generation => Some(&mut e.value),

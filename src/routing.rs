@@ -283,23 +283,24 @@ impl<T, H> Routes<T, H> {
     /// The subscriptions to `type_id` on `address`, in subscription order (a
     /// copy: the channel may change while they run).
     pub(crate) fn subscribers(&self, address: Key, type_id: TypeId) -> SmallVec<[Key; 8]> {
-        self.slots
-            .get(address)
-            .and_then(|slot| slot.channel(type_id))
-            .map(|channel| channel.subs().collect())
-            .unwrap_or_default()
+        let mut subs = SmallVec::new();
+        if let Some(channel) = self.slots.get(address).and_then(|s| s.channel(type_id)) {
+            subs.push(channel.first);
+            subs.extend_from_slice(channel.more.as_slice());
+        }
+        subs
     }
 
     /// Takes the handler of a live subscription out, to call it; `None` if
     /// the subscription is gone or its handler is out already.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn take_handler(&mut self, sub: Key) -> Option<H> {
         self.subs.get_mut(sub)?.handler.take()
     }
 
     /// Puts a handler back after its call; `false` if its subscription was
     /// removed meanwhile (the handler is then dropped here).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn put_handler(&mut self, sub: Key, handler: H) -> bool {
         match self.subs.get_mut(sub) {
             Some(record) => {
