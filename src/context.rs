@@ -245,6 +245,33 @@ impl<'a, A: Actor> Context<'a, A> {
         self.core.send(to, self.me, message);
     }
 
+    /// Forwards the message being handled to `to` once every handler of it
+    /// here has run: moved on, not copied, with this actor as its sender
+    /// (rotor's redirect). Messages this actor forwards keep their order.
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`] outside a message handler (a
+    /// hook, a timer), or if a handler already forwarded this message.
+    pub fn forward(&mut self, to: &Address) -> Result<()> {
+        if self.core.running != self.me {
+            let why = "forward works inside a message handler";
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+        }
+        if !matches!(self.core.next, crate::subscription::Next::Done) {
+            let why = "this message is forwarded already";
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+        }
+        self.core.next = crate::subscription::Next::Forward(to.clone(), self.me);
+        Ok(())
+    }
+
+    /// The locality's dead-letter address: subscribe to
+    /// [`DeadLetter`](crate::DeadLetter) there to receive the user messages
+    /// of this locality that could not be delivered. Made on first call;
+    /// until someone subscribes there, dead letters are only counted.
+    pub fn dead_letters(&mut self) -> Address {
+        crate::dead_letter::address(self.core)
+    }
+
     /// Subscribes `handler` to messages of type `M` on the actor's main address.
     ///
     /// `handler` is usually a method: `ctx.subscribe(Self::on_ping)`. In

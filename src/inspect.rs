@@ -43,7 +43,12 @@ pub(crate) struct Inspect {
     sink: Sink,
     /// Names of removed addresses, so drops to them stay readable.
     gone: HashMap<Key, String>,
+    /// Message types whose payload is printed, and how.
+    pub(crate) printers: HashMap<std::any::TypeId, Printer>,
 }
+
+/// Prints a payload (its type is checked by the caller's `TypeId`).
+pub(crate) type Printer = fn(&dyn std::any::Any) -> String;
 
 const GONE_CAPACITY: usize = 4096;
 
@@ -57,6 +62,7 @@ impl Inspect {
             level,
             sink: Sink::Auto,
             gone: HashMap::new(),
+            printers: HashMap::new(),
         }
     }
 
@@ -84,7 +90,7 @@ impl Inspect {
     }
 }
 
-fn address_name(core: &Core, key: Key) -> String {
+pub(crate) fn address_name(core: &Core, key: Key) -> String {
     match core.routes.address(key) {
         Some(slot) => slot.address.to_string(),
         None => core
@@ -94,6 +100,11 @@ fn address_name(core: &Core, key: Key) -> String {
             .cloned()
             .unwrap_or_else(|| format!("{}/?", core.name())),
     }
+}
+
+/// How a sender shows on a line (and in a dead letter).
+pub(crate) fn sender_name(core: &Core, actor: Key) -> String {
+    actor_name(core, actor)
 }
 
 fn actor_name(core: &Core, actor: Key) -> String {
@@ -153,11 +164,12 @@ pub(crate) fn routed<M: 'static>(
     dest: Key,
     sender: Key,
     handlers: impl Iterator<Item = Key>,
+    message: &M,
 ) {
     let mut line = format!(
         "{}: {} {} -> {}: delivered to ",
         core.name(),
-        short_type_name::<M>(),
+        payload::<M>(core, message),
         actor_name(core, sender),
         address_name(core, dest)
     );
@@ -170,7 +182,7 @@ pub(crate) fn routed<M: 'static>(
     core.inspect.emit(&line);
 }
 
-pub(crate) fn dropped<M: 'static>(core: &mut Core, dest: Key, sender: Key, why: Drop) {
+pub(crate) fn dropped<M: 'static>(core: &mut Core, dest: Key, sender: Key, why: Drop, message: &M) {
     if !shows::<M>(core) {
         return;
     }
@@ -182,15 +194,25 @@ pub(crate) fn dropped<M: 'static>(core: &mut Core, dest: Key, sender: Key, why: 
     let line = format!(
         "{}: {} {} -> {}: {why}",
         core.name(),
-        short_type_name::<M>(),
+        payload::<M>(core, message),
         actor_name(core, sender),
         address_name(core, dest)
     );
     core.inspect.emit(&line);
 }
 
-pub(crate) fn late_reply<M: 'static>(core: &mut Core, dest: Key, sender: Key) {
-    dropped::<M>(core, dest, sender, Drop::LateReply);
+pub(crate) fn late_reply<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
+    dropped::<M>(core, dest, sender, Drop::LateReply, message);
+}
+
+/// How a message shows on a line: its type name, and its payload too if its
+/// type was registered ([`Locality::inspect_payload`](crate::Locality::inspect_payload)).
+fn payload<M: 'static>(core: &Core, message: &M) -> String {
+    let name = short_type_name::<M>();
+    match core.inspect.printers.get(&std::any::TypeId::of::<M>()) {
+        Some(print) => format!("{name}({})", print(message)),
+        None => name,
+    }
 }
 
 pub(crate) fn forwarded<M: 'static>(

@@ -306,6 +306,7 @@ mod address;
 mod arena;
 mod builder;
 mod context;
+mod dead_letter;
 mod error;
 pub mod inspect;
 mod io;
@@ -327,6 +328,7 @@ pub use actor::{Actor, ActorState};
 pub use address::Address;
 pub use builder::{Builder, Elsewhere, Here};
 pub use context::{Context, Discovery, SubscriptionId};
+pub use dead_letter::{DeadLetter, DeadLetterReason};
 pub use error::{Error, ErrorCode, Result, SendError};
 pub use io::{Io, IoGuard, IoId};
 pub use locality::{

@@ -5,6 +5,7 @@ use crate::arena::Key;
 use crate::locality::Core;
 use crate::locality::shared::Remote;
 use crate::queue::Envelope;
+use crate::subscription::Next;
 
 /// A user message on its way to an address of this locality.
 pub(crate) struct UserEnvelope<M> {
@@ -14,10 +15,30 @@ pub(crate) struct UserEnvelope<M> {
     pub(crate) message: M,
 }
 
-impl<M: 'static> Envelope<Core> for UserEnvelope<M> {
+impl<M: Send + 'static> Envelope<Core> for UserEnvelope<M> {
     #[inline]
     fn deliver(self, core: &mut Core) {
         crate::subscription::route(core, self.dest, self.sender, &self.message);
+        if !matches!(core.next, Next::Done) {
+            self.after(core);
+        }
+    }
+}
+
+impl<M: Send + 'static> UserEnvelope<M> {
+    /// A handler forwarded the message, or nobody heard it.
+    #[cold]
+    #[inline(never)]
+    fn after(self, core: &mut Core) {
+        match std::mem::replace(&mut core.next, Next::Done) {
+            // Moved on, not copied; `by` (the forwarder) is its new sender.
+            Next::Forward(to, by) => core.send(&to, by, self.message),
+            Next::Dropped(reason) if crate::dead_letter::wanted::<M>(core) => {
+                let destination = crate::inspect::address_name(core, self.dest);
+                crate::dead_letter::post(core, destination, self.sender, reason, self.message);
+            }
+            _ => {}
+        }
     }
 }
 

@@ -17,6 +17,7 @@
 
 use crate::address::Address;
 use crate::arena::{Key, remove_key};
+use crate::dead_letter::DeadLetterReason;
 use crate::locality::Core;
 use crate::routing::{Found, Removed};
 use std::any::{Any, TypeId};
@@ -84,7 +85,8 @@ pub(crate) fn remove_address(core: &mut Core, address: Key) {
     let Some((info, removed)) = core.routes.remove_address(address) else {
         return;
     };
-    if core.inspect.level > 0 {
+    // Remembered for inspection lines and dead letters about it later.
+    if core.inspect.level > 0 || core.dead_letters.is_some() {
         core.inspect.forget(address, info.address.to_string());
     }
     for r in removed {
@@ -92,6 +94,17 @@ pub(crate) fn remove_address(core: &mut Core, address: Key) {
             forget(core, r);
         }
     }
+}
+
+/// What comes after a message's delivery, set while it is routed (so the
+/// common case, nothing, costs one check).
+pub(crate) enum Next {
+    /// Nothing: it was delivered.
+    Done,
+    /// A handler forwards it to the address, as the actor (`Key`).
+    Forward(Address, Key),
+    /// Nobody heard it.
+    Dropped(DeadLetterReason),
 }
 
 /// Delivers one message to the handlers of its type on `dest`.
@@ -118,24 +131,21 @@ fn route_slow<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) 
         Found::One(sub) => {
             core.stats.delivered += 1;
             if core.inspect.level > 0 {
-                inspect_routed::<M>(core, dest, sender, &[sub]);
+                inspect_routed::<M>(core, dest, sender, &[sub], message);
             }
             if !call(core, sub, message) {
                 // Its handler was lost to a panic: the actor is failing.
                 core.stats.dropped_unsubscribed += 1;
-                crate::inspect::dropped::<M>(
-                    core,
-                    dest,
-                    sender,
-                    crate::inspect::Drop::NoSubscriber,
-                );
+                let why = crate::inspect::Drop::NoSubscriber;
+                crate::inspect::dropped::<M>(core, dest, sender, why, message);
+                core.next = Next::Dropped(DeadLetterReason::NoSubscriber);
             }
         }
         Found::Many => {
             let subs = core.routes.subscribers(dest, TypeId::of::<M>());
             core.stats.delivered += 1;
             if core.inspect.level > 0 {
-                inspect_routed::<M>(core, dest, sender, &subs);
+                inspect_routed::<M>(core, dest, sender, &subs, message);
             }
             // One panic boundary for all of them, resumed after a panic.
             let mut next = 0;
@@ -153,11 +163,14 @@ fn route_slow<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) 
         }
         Found::NoSubscriber => {
             core.stats.dropped_unsubscribed += 1;
-            crate::inspect::dropped::<M>(core, dest, sender, crate::inspect::Drop::NoSubscriber);
+            let why = crate::inspect::Drop::NoSubscriber;
+            crate::inspect::dropped::<M>(core, dest, sender, why, message);
+            core.next = Next::Dropped(DeadLetterReason::NoSubscriber);
         }
         Found::Stale => {
             core.stats.dropped_stale += 1;
-            crate::inspect::dropped::<M>(core, dest, sender, crate::inspect::Drop::Stale);
+            crate::inspect::dropped::<M>(core, dest, sender, crate::inspect::Drop::Stale, message);
+            core.next = Next::Dropped(DeadLetterReason::StaleAddress);
         }
     }
 }
@@ -175,10 +188,10 @@ fn call<M: 'static>(core: &mut Core, sub: Key, message: &M) -> bool {
 }
 
 #[cold]
-fn inspect_routed<M: 'static>(core: &mut Core, dest: Key, sender: Key, subs: &[Key]) {
+fn inspect_routed<M: 'static>(core: &mut Core, dest: Key, sender: Key, subs: &[Key], message: &M) {
     if crate::inspect::shows::<M>(core) {
         let actors: Vec<Key> = subs.iter().filter_map(|&s| core.routes.owner(s)).collect();
-        crate::inspect::routed::<M>(core, dest, sender, actors.into_iter());
+        crate::inspect::routed::<M>(core, dest, sender, actors.into_iter(), message);
     }
 }
 

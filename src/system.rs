@@ -147,6 +147,16 @@ impl System {
         self.locality.state_of(address)
     }
 
+    /// See [`Locality::dead_letters`].
+    pub fn dead_letters(&mut self) -> Address {
+        self.locality.dead_letters()
+    }
+
+    /// See [`Locality::inspect_payload`].
+    pub fn inspect_payload<M: std::fmt::Debug + 'static>(&mut self) {
+        self.locality.inspect_payload::<M>();
+    }
+
     /// See [`Locality::inspect`].
     pub fn inspect(&mut self, level: u8) {
         self.locality.inspect(level);

@@ -37,6 +37,11 @@ pub(crate) struct Core {
     pub(crate) queue: Queue<Core>,
     /// The actor whose handler runs (for the dispatch loop's panic boundary).
     pub(crate) running: Key,
+    /// What comes after the message being delivered: forwarded
+    /// ([`Context::forward`](crate::Context::forward)) or dropped.
+    pub(crate) next: crate::subscription::Next,
+    /// The dead-letter address, once asked for.
+    pub(crate) dead_letters: Option<Key>,
     /// The locality's id (as in `shared`), kept here: one load less per send.
     id: u32,
     pub(crate) io: SharedIo,
@@ -83,6 +88,8 @@ impl Core {
             payloads: Payloads::default(),
             queue: Queue::default(),
             running: Key::NONE,
+            next: crate::subscription::Next::Done,
+            dead_letters: None,
             timers: Timers::default(),
             timer_seq: 0,
             stats: Stats::default(),
@@ -127,6 +134,8 @@ impl Core {
     /// A panic outside any handler (a message's own `Drop`, a bug) goes on.
     pub(crate) fn handler_panicked(&mut self, payload: Box<dyn std::any::Any + Send>) {
         let me = std::mem::replace(&mut self.running, Key::NONE);
+        // A forward asked before the panic goes with the message the unwind dropped.
+        self.next = crate::subscription::Next::Done;
         if me.is_none() {
             std::panic::resume_unwind(payload);
         }
@@ -153,14 +162,21 @@ impl Core {
     #[inline(never)]
     fn send_remote<M: Send + 'static>(&mut self, to: &Address, sender: Key, message: M) {
         {
-            let accepted =
+            let refused =
                 to.0.locality
                     .post_user(to.key(), Key::REMOTE, message)
-                    .is_ok();
+                    .err();
+            let accepted = refused.is_none();
             if !accepted {
                 self.stats.dropped_closed += 1;
             }
             crate::inspect::forwarded::<M>(self, sender, to, accepted);
+            if let Some(refused) = refused
+                && crate::dead_letter::wanted::<M>(self)
+            {
+                let reason = crate::dead_letter::DeadLetterReason::LocalityFinished;
+                crate::dead_letter::post(self, to.to_string(), sender, reason, refused.message);
+            }
         }
     }
 

@@ -421,6 +421,28 @@ impl Locality {
         Ok(())
     }
 
+    /// The locality's dead-letter address (made on first call): subscribe
+    /// to [`DeadLetter`](crate::DeadLetter) there to receive the user
+    /// messages that could not be delivered (see the example there).
+    pub fn dead_letters(&mut self) -> Address {
+        crate::dead_letter::address(&mut self.core)
+    }
+
+    /// Prints the payload of messages of type `M` on inspection lines
+    /// (`Ping(3)` instead of `Ping`), through its `Debug`; other types
+    /// show their name only.
+    pub fn inspect_payload<M: std::fmt::Debug + 'static>(&mut self) {
+        fn print<M: std::fmt::Debug + 'static>(message: &dyn std::any::Any) -> String {
+            message
+                .downcast_ref::<M>()
+                .map_or_else(String::new, |m| format!("{m:?}"))
+        }
+        self.core
+            .inspect
+            .printers
+            .insert(std::any::TypeId::of::<M>(), print::<M>);
+    }
+
     /// Sets the delivery-inspection level (see [`crate::inspect`]); lines go to
     /// `tracing`, or stderr when no subscriber is installed.
     pub fn inspect(&mut self, level: u8) {

@@ -246,12 +246,21 @@ impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
                 .flatten();
             if pending.is_none() {
                 core.stats.dropped_late_replies += 1;
-                crate::inspect::late_reply::<Response<R>>(core, self.dest, self.sender);
+                crate::inspect::late_reply::<Response<R>>(
+                    core,
+                    self.dest,
+                    self.sender,
+                    &self.response,
+                );
                 return;
             }
         }
         crate::subscription::route(core, self.dest, self.sender, &self.response);
-        core.payloads.give(self.response.request);
+        match std::mem::replace(&mut core.next, crate::subscription::Next::Done) {
+            // Forwarded: moved on as a user message.
+            crate::subscription::Next::Forward(to, by) => core.send(&to, by, self.response),
+            _ => core.payloads.give(self.response.request),
+        }
     }
 }
 
