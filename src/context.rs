@@ -264,6 +264,14 @@ impl<'a, A: Actor> Context<'a, A> {
         Ok(())
     }
 
+    /// The registry this actor uses for
+    /// [`register_name`](Context::register_name) and
+    /// [`discover`](Context::discover) (inherited from its supervisor, or
+    /// given to its builder), to talk to it directly; `None` if it has none.
+    pub fn registry(&self) -> Option<&Address> {
+        self.cell().registry.as_ref()
+    }
+
     /// The locality's dead-letter address: subscribe to
     /// [`DeadLetter`](crate::DeadLetter) there to receive the user messages
     /// of this locality that could not be delivered. Made on first call;
@@ -274,7 +282,9 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// Subscribes `handler` to messages of type `M` on the actor's main address.
     ///
-    /// `handler` is usually a method: `ctx.subscribe(Self::on_ping)`. In
+    /// `handler` is usually a method: `ctx.subscribe(Self::on_ping)`. A
+    /// closure needs only its message type spelled out, the rest is
+    /// inferred: `ctx.subscribe(|me, ping: &Ping, ctx| ...)`. In
     /// `shutdown_finish` it subscribes nothing and returns
     /// [`SubscriptionId::NONE`].
     pub fn subscribe<M, F>(&mut self, handler: F) -> SubscriptionId

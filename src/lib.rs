@@ -353,8 +353,9 @@ pub use mio;
 /// The names most programs need: `use commutator::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Actor, ActorState, Address, CancelRequest, Context, Error, ErrorCode, InitFailurePolicy,
-        Io, IoGuard, Locality, LocalityHandle, Request, RequestId, RequestMsg, Response,
-        RestartPolicy, SubscriptionId, Supervisor, SupervisorConfig, System, TimerId,
+        Actor, ActorState, Address, CancelRequest, Context, DeadLetter, Error, ErrorCode,
+        InitFailurePolicy, Io, IoGuard, Locality, LocalityHandle, Plugin, Request, RequestId,
+        RequestMsg, Response, RestartPolicy, SubscriptionId, Supervisor, SupervisorConfig, System,
+        TimerId, ViolationAction, Vote,
     };
 }

@@ -147,6 +147,11 @@ impl System {
         self.locality.state_of(address)
     }
 
+    /// See [`Locality::registry_of`].
+    pub fn registry_of(&self, address: &Address) -> Option<Address> {
+        self.locality.registry_of(address)
+    }
+
     /// See [`Locality::dead_letters`].
     pub fn dead_letters(&mut self) -> Address {
         self.locality.dead_letters()

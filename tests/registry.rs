@@ -280,3 +280,49 @@ fn a_client_that_gives_up_waiting_cancels_its_discovery() {
         "the registry dropped the cancelled promise"
     );
 }
+
+#[test]
+fn the_registry_a_supervisor_made_can_be_reached_and_spoken_to_directly() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    struct Named;
+    impl Actor for Named {}
+    /// Asks the registry it uses, directly, for "named".
+    struct Asker(Rc<RefCell<Vec<String>>>);
+    impl Actor for Asker {
+        fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+            ctx.subscribe(|me, r: &Response<Discover>, _| {
+                let found = r.result().map(|a| a.actor_name().to_string());
+                me.0.borrow_mut().push(format!("{found:?}"));
+            });
+        }
+        fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+            let registry = ctx.registry().cloned().expect("inherited");
+            let ask = Discover {
+                name: "named".into(),
+                wait: true,
+            };
+            ctx.request(&registry, ask, std::time::Duration::from_secs(1));
+        }
+    }
+    let log = Rc::new(RefCell::new(Vec::new()));
+    let mut l = Locality::new();
+    let root = l
+        .spawn_root(Supervisor)
+        .supervisor(SupervisorConfig::default().with_registry())
+        .finish()
+        .unwrap();
+    let registry = l.registry_of(&root).expect("made with_registry");
+    assert_eq!(registry.actor_name(), "registry");
+    l.spawn(&root, Named)
+        .name("named")
+        .register_as("named")
+        .finish()
+        .unwrap();
+    l.spawn(&root, Asker(log.clone())).finish().unwrap();
+    let now = l.now();
+    l.run_until_idle(now);
+    assert_eq!(*log.borrow(), ["Ok(\"named\")"]);
+    let other = l.spawn_root(Named).finish().unwrap();
+    assert_eq!(l.registry_of(&other), None);
+}

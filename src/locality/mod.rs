@@ -463,6 +463,17 @@ impl Locality {
         self.core.on_violation = Some(Box::new(handler));
     }
 
+    /// The registry the actor at `address` uses: for a supervisor made
+    /// [`with_registry`](crate::SupervisorConfig::with_registry), the one
+    /// it made for its subtree; else the one it inherited or was given.
+    /// `None` if it uses none, or is not an actor of this locality.
+    pub fn registry_of(&self, address: &Address) -> Option<Address> {
+        let actor = self.local_actor(address).ok()?;
+        let cell = self.core.actors.get(actor)?;
+        let own = cell.supervisor.as_ref().and_then(|s| s.registry.clone());
+        own.or_else(|| cell.registry.clone())
+    }
+
     /// The lifecycle state of the actor at `address`, if it lives here.
     pub fn state_of(&self, address: &Address) -> Option<ActorState> {
         let actor = self.local_actor(address).ok()?;
