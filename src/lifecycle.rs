@@ -22,8 +22,6 @@ use crate::supervisor::{self, ChildId};
 /// Framework traffic between actors and their supervisors.
 #[derive(Debug)]
 pub(crate) enum SystemMsg {
-    /// Supervisor → child: start initializing.
-    Init,
     /// Child → supervisor: initialized.
     InitConfirm { slot: usize, child: ChildId },
     /// Supervisor → child: become operational.
@@ -84,7 +82,6 @@ pub(crate) enum SystemMsg {
 impl SystemMsg {
     pub(crate) fn name(&self) -> &'static str {
         match self {
-            SystemMsg::Init => "Init",
             SystemMsg::InitConfirm { .. } => "InitConfirm",
             SystemMsg::Start => "Start",
             SystemMsg::ShutdownTrigger { .. } => "ShutdownTrigger",
@@ -130,7 +127,6 @@ impl Envelope<Core> for SysEnvelope {
             return undeliverable(core, msg);
         };
         match msg {
-            SystemMsg::Init => on_init(core, me),
             SystemMsg::InitConfirm { slot, child } => {
                 supervisor::on_child_initialized(core, me, slot, child)
             }
@@ -302,17 +298,24 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get(me) else {
         return;
     };
-    match &cell.parent {
-        Some(parent) => {
-            let (to, slot, child) = (
-                parent.address.clone(),
-                parent.slot,
-                ChildId::of(&cell.address),
-            );
-            core.send_system(&to, SystemMsg::InitConfirm { slot, child });
-        }
-        None => to_self(core, me, SystemMsg::Start),
+    if cell.parent.is_none() {
+        return to_self(core, me, SystemMsg::Start);
     }
+    if supervisor::local::confirm_init(core, me) {
+        return;
+    }
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
+    let Some(parent) = &cell.parent else {
+        return;
+    };
+    let (to, slot, child) = (
+        parent.address.clone(),
+        parent.slot,
+        ChildId::of(&cell.address),
+    );
+    core.send_system(&to, SystemMsg::InitConfirm { slot, child });
 }
 
 /// Init failed: the actor shuts down with the failure as its reason, and its
@@ -356,7 +359,7 @@ pub(crate) fn on_lifecycle_timeout(core: &mut Core, me: Key, during: ActorState)
     }
 }
 
-fn on_start(core: &mut Core, me: Key) {
+pub(crate) fn on_start(core: &mut Core, me: Key) {
     if state(core, me) != Some(ActorState::Initialized) {
         return;
     }
@@ -485,27 +488,40 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         link::notify_servers(core, &cell.address, plugins);
         core.io.borrow_mut().forget(plugins.io.iter().copied());
     }
-    let reason = cell.reason.clone().unwrap_or_else(Error::normal);
+    let mut cell = cell;
+    let reason = cell.reason.take().unwrap_or_else(Error::normal);
     let actor = &cell.actor;
     let restart =
         crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false);
     tracing::debug!(actor = %cell.address, reason = reason.as_dyn_error(), "shut down");
-    match &cell.parent {
-        Some(parent) => {
-            let down = SystemMsg::ChildDown {
-                slot: parent.slot,
-                child: ChildId::of(&cell.address),
-                reason,
-                restart,
-            };
-            core.send_system(&parent.address, down);
-            if parent.address.locality_id() != core.id() {
-                core.unanchor(None);
-            }
-        }
-        None => core.unanchor(Some(reason)),
+    let (parent, child, leaf) = (
+        cell.parent.take(),
+        ChildId::of(&cell.address),
+        cell.supervisor.is_none(),
+    );
+    // The actor's own `Drop` is user code. It goes before its supervisor
+    // hears of it, which may finish the supervisor at once.
+    let _ = crate::actor::guarded(core, me, || drop(cell));
+    let Some(parent) = parent else {
+        return core.unanchor(Some(reason));
+    };
+    let reason = match leaf {
+        true => match supervisor::local::report_down(core, &parent, child, reason, restart) {
+            Ok(()) => return,
+            Err(reason) => reason,
+        },
+        false => reason,
+    };
+    let down = SystemMsg::ChildDown {
+        slot: parent.slot,
+        child,
+        reason,
+        restart,
+    };
+    core.send_system(&parent.address, down);
+    if parent.address.locality_id() != core.id() {
+        core.unanchor(None);
     }
-    let _ = crate::actor::guarded(core, me, || drop(cell)); // the actor's own `Drop` is user code
 }
 
 /// A framework message whose address is gone: answer for the missing actor.
@@ -534,10 +550,24 @@ fn undeliverable(core: &mut Core, msg: SystemMsg) {
     }
 }
 
-/// Sends `Init` to a freshly spawned actor.
-pub(crate) fn start_lifecycle(core: &mut Core, address: &Address) {
-    core.enqueue(SysEnvelope {
-        dest: address.key(),
-        msg: SystemMsg::Init,
+/// `Init` for a freshly spawned actor (`actor`, at its main `address`):
+/// two keys, a small queue entry per spawn.
+struct InitEnvelope {
+    actor: Key,
+    address: Key,
+}
+
+impl Envelope<Core> for InitEnvelope {
+    fn deliver(self, core: &mut Core) {
+        crate::inspect::step(core, "Init", None, None, self.address);
+        on_init(core, self.actor);
+    }
+}
+
+/// Queues `Init` for the freshly spawned actor `actor` (at `address`).
+pub(crate) fn start_lifecycle(core: &mut Core, actor: Key, address: &Address) {
+    core.enqueue(InitEnvelope {
+        actor,
+        address: address.key(),
     });
 }

@@ -74,7 +74,7 @@ pub(crate) fn spawn_instance<A: Actor>(
         slot.owner = me;
     }
     tracing::debug!(actor = %address, "spawned");
-    lifecycle::start_lifecycle(core, &address);
+    lifecycle::start_lifecycle(core, me, &address);
     if s.supervisor.as_ref().is_some_and(|c| c.registry) {
         let registry = Builder::new(core, Some(me), Registry::default())
             .name("registry")

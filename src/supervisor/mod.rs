@@ -1,6 +1,7 @@
 //! Supervisors: actors that own children, compose their lifecycles, and decide
 //! what happens when a child goes down (`restart.rs`).
 
+pub(crate) mod local;
 pub(crate) mod restart;
 
 use crate::actor::{Actor, ActorCell, ActorState};
@@ -302,18 +303,41 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     for timer in timers {
         core.timers.cancel(timer);
     }
+    // The requests may go as direct calls unless the supervisor has
+    // linked clients to ask next (theirs would have come after).
+    let direct = core
+        .actors
+        .get(me)
+        .and_then(ActorCell::plugins_ref)
+        .is_none_or(|p| p.clients.is_empty());
     for (slot, address) in to_stop {
         let reason = Error::new(ErrorCode::SupervisorShutdown);
-        stop_child(core, me, slot, &address, reason);
+        stop_child(core, me, slot, &address, reason, direct);
     }
 }
 
-/// Asks the child at `address` (in `slot`) to shut down. If its locality is
-/// gone, so is the child: the supervisor sends itself the child's
-/// `ChildDown` (`LocalityLost`, naming the locality) through its own inbox,
-/// behind whatever the child sent before its locality closed, so a real
-/// `ChildDown` comes first and the stand-in is then ignored.
-fn stop_child(core: &mut Core, me: Key, slot: usize, address: &Address, reason: Error) {
+/// Asks the child at `address` (in `slot`) to shut down: by a direct call
+/// if `direct` allows and it is a leaf here (`local::stop_leaf`), else by
+/// a message. If its locality is gone, so is the child: the supervisor
+/// sends itself the child's `ChildDown` (`LocalityLost`, naming the
+/// locality) through its own inbox, behind whatever the child sent before
+/// its locality closed, so a real `ChildDown` comes first and the stand-in
+/// is then ignored.
+fn stop_child(
+    core: &mut Core,
+    me: Key,
+    slot: usize,
+    address: &Address,
+    reason: Error,
+    direct: bool,
+) {
+    let reason = match direct {
+        true => match local::stop_leaf(core, address, reason) {
+            Ok(()) => return,
+            Err(reason) => reason,
+        },
+        false => reason,
+    };
     if core.send_system(address, SystemMsg::ShutdownRequest { reason }) {
         return;
     }
@@ -354,7 +378,7 @@ pub(crate) fn on_child_shutdown_trigger(
     let address = record.address.clone();
     sup.held.remove(&slot);
     if let Some(address) = address {
-        stop_child(core, me, slot, &address, reason);
+        stop_child(core, me, slot, &address, reason, true);
     }
 }
 
@@ -375,7 +399,7 @@ pub(crate) fn on_child_spawned(
             record.address = Some(address.clone());
             if record.state == ChildState::ShuttingDown {
                 let reason = Error::new(ErrorCode::SupervisorShutdown);
-                stop_child(core, me, slot, &address, reason);
+                stop_child(core, me, slot, &address, reason, false);
             }
         }
         Err(reason) => restart::on_child_lost(core, me, slot, reason),
