@@ -8,7 +8,7 @@
 //! last `ChildDown` arrives. Every step is a message to an address, so the same
 //! protocol works between localities.
 
-use crate::actor::{ActorState, Hook, call_hook};
+use crate::actor::{ActorCell, ActorState, Hook, call_hook};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -226,11 +226,9 @@ fn state(core: &Core, me: Key) -> Option<ActorState> {
     core.actors.get(me).map(|c| c.state)
 }
 
-fn set_state(core: &mut Core, me: Key, state: ActorState) {
-    if let Some(cell) = core.actors.get_mut(me) {
-        tracing::debug!(actor = %cell.address, from = %cell.state, to = %state, "lifecycle");
-        cell.state = state;
-    }
+fn set_cell_state(cell: &mut ActorCell, state: ActorState) {
+    tracing::debug!(actor = %cell.address, from = %cell.state, to = %state, "lifecycle");
+    cell.state = state;
 }
 
 /// Sends a framework message to the actor's own main address.
@@ -240,14 +238,26 @@ pub(crate) fn to_self(core: &mut Core, me: Key, msg: SystemMsg) {
     }
 }
 
-fn arm_lifecycle_timer(
+/// Moves actor `me` (its `cell`) to state `to`, cancels its pending
+/// lifecycle timer and arms `timer` if given.
+fn enter(
     core: &mut Core,
     me: Key,
-    timeout: Option<std::time::Duration>,
-    action: TimerAction,
+    to: ActorState,
+    timer: Option<(std::time::Duration, TimerAction)>,
 ) {
-    disarm_lifecycle_timer(core, me);
-    if let Some(after) = timeout {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
+    set_cell_state(cell, to);
+    if let Some(key) = cell
+        .rare
+        .as_deref_mut()
+        .and_then(|r| r.lifecycle_timer.take())
+    {
+        core.timers.cancel(key);
+    }
+    if let Some((after, action)) = timer {
         let key = core.start_timer(after, me, action);
         if let Some(cell) = core.actors.get_mut(me) {
             cell.rare().lifecycle_timer = Some(key);
@@ -266,12 +276,17 @@ fn disarm_lifecycle_timer(core: &mut Core, me: Key) {
 }
 
 fn on_init(core: &mut Core, me: Key) {
-    if state(core, me) != Some(ActorState::New) {
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
+    if cell.state != ActorState::New {
         return;
     }
-    set_state(core, me, ActorState::Initializing);
-    let timeout = core.actors.get(me).and_then(|c| c.config().init_timeout);
-    arm_lifecycle_timer(core, me, timeout, TimerAction::InitTimeout);
+    let timer = cell.rare.as_deref().and_then(|r| {
+        let after = r.config.init_timeout?;
+        Some((after, TimerAction::InitTimeout))
+    });
+    enter(core, me, ActorState::Initializing, timer);
     call_hook(core, me, Hook::InitStart);
     try_init(core, me);
 }
@@ -292,8 +307,7 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
         Vote::Pending => return,
         Vote::Failed(error) => return init_failed(core, me, error),
     }
-    disarm_lifecycle_timer(core, me);
-    set_state(core, me, ActorState::Initialized);
+    enter(core, me, ActorState::Initialized, None);
     call_hook(core, me, Hook::InitFinish);
     let Some(cell) = core.actors.get(me) else {
         return;
@@ -360,12 +374,18 @@ pub(crate) fn on_lifecycle_timeout(core: &mut Core, me: Key, during: ActorState)
 }
 
 pub(crate) fn on_start(core: &mut Core, me: Key) {
-    if state(core, me) != Some(ActorState::Initialized) {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
+    if cell.state != ActorState::Initialized {
         return;
     }
-    set_state(core, me, ActorState::Operational);
+    set_cell_state(cell, ActorState::Operational);
+    let supervisor = cell.supervisor.is_some();
     call_hook(core, me, Hook::OnStart);
-    supervisor::start_children(core, me);
+    if supervisor {
+        supervisor::start_children(core, me);
+    }
 }
 
 /// Something changed for the actor: vote again.
@@ -429,16 +449,26 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         return;
     }
     cell.reason = Some(reason);
-    let timeout = cell.config().shutdown_timeout;
-    set_state(core, me, ActorState::ShuttingDown);
-    arm_lifecycle_timer(core, me, timeout, TimerAction::ShutdownTimeout);
+    let timer = cell.rare.as_deref().and_then(|r| {
+        let after = r.config.shutdown_timeout?;
+        Some((after, TimerAction::ShutdownTimeout))
+    });
+    enter(core, me, ActorState::ShuttingDown, timer);
     if before >= ActorState::Initializing {
         call_hook(core, me, Hook::ShutdownStart);
     }
-    crate::plugin::registry::deregister_all(core, me);
-    external::unsubscribe_all(core, me);
-    supervisor::shutdown_children(core, me);
-    link::unlink_clients(core, me);
+    // A plain actor (no plugin state, no children: most leaves) has
+    // nothing to deregister, unsubscribe, stop or unlink.
+    let plain = core
+        .actors
+        .get(me)
+        .is_some_and(|c| c.rare.is_none() && c.supervisor.is_none());
+    if !plain {
+        crate::plugin::registry::deregister_all(core, me);
+        external::unsubscribe_all(core, me);
+        supervisor::shutdown_children(core, me);
+        link::unlink_clients(core, me);
+    }
     try_shutdown(core, me);
 }
 
@@ -480,15 +510,14 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     for address in identities.into_iter().chain(std::iter::once(main)) {
         crate::subscription::remove_address(core, address);
     }
-    set_state(core, me, ActorState::ShutDown);
-    let Some(cell) = core.actors.remove(me) else {
+    let Some(mut cell) = core.actors.remove(me) else {
         return;
     };
+    set_cell_state(&mut cell, ActorState::ShutDown);
     if let Some(plugins) = cell.plugins_ref() {
         link::notify_servers(core, &cell.address, plugins);
         core.io.borrow_mut().forget(plugins.io.iter().copied());
     }
-    let mut cell = cell;
     let reason = cell.reason.take().unwrap_or_else(Error::normal);
     let actor = &cell.actor;
     let restart =

@@ -10,6 +10,7 @@ use crate::locality::LocalityHandle;
 use crate::locality::shared::Remote;
 use crate::plugin::Plugin;
 use crate::registry::Registry;
+use crate::subscription::AddressInfo;
 use crate::supervisor::{SupervisorConfig, SupervisorState};
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -46,33 +47,52 @@ pub(crate) fn spawn_instance<A: Actor>(
     actor: A,
 ) -> Result<Address> {
     let s = &spec.settings;
-    let plugins = spec.plugins.iter().map(|make| make()).collect();
-    let boxed = ActorBox::new(actor, plugins, s.register_as.clone());
+    let plugins = match spec.plugins.is_empty() {
+        true => Vec::new(),
+        false => spec.plugins.iter().map(|make| make()).collect(),
+    };
+    let names = match s.register_as.is_empty() {
+        true => Vec::new(),
+        false => s.register_as.clone(),
+    };
+    let boxed = ActorBox::new(actor, plugins, names);
     let seq = core.next_seq();
-    let (address_key, address) = core.create_address_slot(s.name.clone(), seq, None);
     let rare = (s.config != ActorConfig::default()).then(|| {
         Box::new(Rare {
             config: s.config,
             ..Rare::default()
         })
     });
-    let cell = ActorCell {
-        actor: Rc::new(RefCell::new(boxed)),
-        address: address.clone(),
-        parent,
-        supervisor: s
-            .supervisor
-            .clone()
-            .map(|c| Box::new(SupervisorState::new(c))),
-        reason: None,
-        registry: s.registry.clone(),
-        rare,
-        state: ActorState::New,
-    };
-    let me = core.actors.insert(cell);
-    if let Some(slot) = core.routes.address_mut(address_key) {
-        slot.owner = me;
-    }
+    let supervisor = s
+        .supervisor
+        .clone()
+        .map(|c| Box::new(SupervisorState::new(c)));
+    // The actor's key first, so that its address is made with its owner.
+    let Core {
+        actors,
+        routes,
+        shared,
+        ..
+    } = core;
+    let mut made = None;
+    let me = actors.insert_with(|me| {
+        routes.add_address(|key| {
+            let address = Address::new(shared.clone(), key, s.name.clone(), seq, None);
+            made = Some(address.clone());
+            AddressInfo { owner: me, address }
+        });
+        ActorCell {
+            actor: Rc::new(RefCell::new(boxed)),
+            address: made.clone().expect("made by add_address"),
+            parent,
+            supervisor,
+            reason: None,
+            registry: s.registry.clone(),
+            rare,
+            state: ActorState::New,
+        }
+    });
+    let address = made.expect("made by add_address");
     tracing::debug!(actor = %address, "spawned");
     lifecycle::start_lifecycle(core, me, &address);
     if s.supervisor.as_ref().is_some_and(|c| c.registry) {

@@ -154,6 +154,9 @@ pub(crate) fn init_vote(core: &mut Core, me: Key) -> Vote {
     if !crate::supervisor::init_ready(cell) {
         return Vote::Pending;
     }
+    if !cell.actor.has_plugins() {
+        return Vote::Ready;
+    }
     match with_object(core, me, |object, core| object.vote(Phase::Init, core, me)) {
         Some(Ok(vote)) => vote,
         Some(Err(panic)) => Vote::Failed(panic),
@@ -163,13 +166,15 @@ pub(crate) fn init_vote(core: &mut Core, me: Key) -> Vote {
 
 /// Counts the shutdown votes of actor `me`, in reverse plugin order.
 pub(crate) fn shutdown_vote(core: &mut Core, me: Key) -> Vote {
-    match with_object(core, me, |object, core| {
-        object.vote(Phase::Shutdown, core, me)
-    }) {
-        // A plugin that panics during shutdown is logged and passed over.
-        Some(Ok(Vote::Ready)) | Some(Err(_)) => {}
-        Some(Ok(other)) => return other,
-        None => return Vote::Pending,
+    if core.actors.get(me).is_some_and(|c| c.actor.has_plugins()) {
+        match with_object(core, me, |object, core| {
+            object.vote(Phase::Shutdown, core, me)
+        }) {
+            // A plugin that panics during shutdown is logged and passed over.
+            Some(Ok(Vote::Ready)) | Some(Err(_)) => {}
+            Some(Ok(other)) => return other,
+            None => return Vote::Pending,
+        }
     }
     let Some(cell) = core.actors.get(me) else {
         return Vote::Pending;

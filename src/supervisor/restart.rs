@@ -136,9 +136,9 @@ impl Supervision {
 }
 
 /// A child's address for messages, formatted only when one is written.
-struct ChildLabel(Option<Address>);
+struct ChildLabel<A = Address>(Option<A>);
 
-impl std::fmt::Display for ChildLabel {
+impl<A: std::fmt::Display> std::fmt::Display for ChildLabel<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.0 {
             Some(address) => write!(f, "{address}"),
@@ -180,7 +180,7 @@ pub(crate) fn child_gone(
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let (my_state, my_address) = (cell.state, cell.address.clone());
+    let (my_state, my_address) = (cell.state, &cell.address);
     let Some(sup) = cell.supervisor.as_deref_mut() else {
         return;
     };
@@ -188,8 +188,10 @@ pub(crate) fn child_gone(
     let Some(record) = sup.children.get_mut(slot) else {
         return;
     };
-    sup.held.remove(&slot);
-    let child = ChildLabel(record.address.clone());
+    if !sup.held.is_empty() {
+        sup.held.remove(&slot);
+    }
+    let child = ChildLabel(record.address.as_ref());
     tracing::debug!(supervisor = %my_address, %child, reason = reason.as_dyn_error(), "child down");
     let failed_init = record.initializing;
     if failed_init {
@@ -200,6 +202,7 @@ pub(crate) fn child_gone(
         sup.children.remove(slot);
         return lifecycle::try_shutdown(core, me);
     }
+    let (my_address, child) = (my_address.clone(), ChildLabel(record.address.clone()));
     if failed_init && !reason.is_normal() && init_policy == InitFailurePolicy::ShutdownSupervisor {
         sup.children.remove(slot);
         // Still counted as initializing: the shutdown asked for below comes
