@@ -490,26 +490,26 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let (subscriptions, timers, requests, identities) = match cell.rare.as_deref_mut() {
-        Some(rare) => (
+    let main = cell.address.key();
+    if let Some(rare) = cell.rare.as_deref_mut() {
+        let (subscriptions, timers, requests, identities) = (
             std::mem::take(&mut rare.foreign_subscriptions),
             std::mem::take(&mut rare.timers),
             std::mem::take(&mut rare.requests_head),
             std::mem::take(&mut rare.identities),
-        ),
-        None => Default::default(),
-    };
-    let main = cell.address.key();
-    for sub in subscriptions {
-        crate::subscription::unsubscribe(core, sub);
+        );
+        for sub in subscriptions {
+            crate::subscription::unsubscribe(core, sub);
+        }
+        for timer in timers {
+            core.timers.cancel(timer);
+        }
+        crate::request::requester_gone(core, requests);
+        for address in identities {
+            crate::subscription::remove_address(core, address);
+        }
     }
-    for timer in timers {
-        core.timers.cancel(timer);
-    }
-    crate::request::requester_gone(core, requests);
-    for address in identities.into_iter().chain(std::iter::once(main)) {
-        crate::subscription::remove_address(core, address);
-    }
+    crate::subscription::remove_address(core, main);
     let Some(mut cell) = core.actors.remove(me) else {
         return;
     };

@@ -38,35 +38,64 @@ pub(crate) struct Spec<A: Actor> {
     pub(crate) plugins: Vec<PluginFactory<A>>,
 }
 
-/// Makes one instance of an actor: its cell, its address, its `Init`, and
-/// (for a supervisor made `with_registry`) its registry child.
+/// Makes one instance of an actor from a spec kept for more (a restarted
+/// child's): its settings are cloned.
 pub(crate) fn spawn_instance<A: Actor>(
     core: &mut Core,
     parent: Option<ParentLink>,
     spec: &Spec<A>,
     actor: A,
 ) -> Result<Address> {
-    let s = &spec.settings;
-    let plugins = match spec.plugins.is_empty() {
+    let plugins = make_plugins(&spec.plugins);
+    spawn_from(core, parent, spec.settings.clone(), plugins, actor)
+}
+
+/// Makes the one instance of an actor `spec` is for: its settings (the
+/// name, the names to register) are moved, not cloned.
+pub(crate) fn spawn_once<A: Actor>(
+    core: &mut Core,
+    parent: Option<ParentLink>,
+    spec: Spec<A>,
+    actor: A,
+) -> Result<Address> {
+    let plugins = make_plugins(&spec.plugins);
+    spawn_from(core, parent, spec.settings, plugins, actor)
+}
+
+fn make_plugins<A: Actor>(prototypes: &[PluginFactory<A>]) -> Vec<Box<dyn Plugin<A>>> {
+    match prototypes.is_empty() {
         true => Vec::new(),
-        false => spec.plugins.iter().map(|make| make()).collect(),
-    };
-    let names = match s.register_as.is_empty() {
-        true => Vec::new(),
-        false => s.register_as.clone(),
-    };
-    let boxed = ActorBox::new(actor, plugins, names);
+        false => prototypes.iter().map(|make| make()).collect(),
+    }
+}
+
+/// Makes one instance of an actor: its cell, its address, its `Init`, and
+/// (for a supervisor made `with_registry`) its registry child.
+fn spawn_from<A: Actor>(
+    core: &mut Core,
+    parent: Option<ParentLink>,
+    settings: Settings,
+    plugins: Vec<Box<dyn Plugin<A>>>,
+    actor: A,
+) -> Result<Address> {
+    let Settings {
+        name,
+        config,
+        supervisor,
+        registry,
+        explicit_registry,
+        register_as,
+    } = settings;
+    let boxed = ActorBox::new(actor, plugins, register_as);
     let seq = core.next_seq();
-    let rare = (s.config != ActorConfig::default()).then(|| {
+    let rare = (config != ActorConfig::default()).then(|| {
         Box::new(Rare {
-            config: s.config,
+            config,
             ..Rare::default()
         })
     });
-    let supervisor = s
-        .supervisor
-        .clone()
-        .map(|c| Box::new(SupervisorState::new(c)));
+    let with_registry = supervisor.as_ref().is_some_and(|c| c.registry);
+    let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(c)));
     // The actor's key first, so that its address is made with its owner.
     let Core {
         actors,
@@ -77,7 +106,7 @@ pub(crate) fn spawn_instance<A: Actor>(
     let mut made = None;
     let me = actors.insert_with(|me| {
         routes.add_address(|key| {
-            let address = Address::new(shared.clone(), key, s.name.clone(), seq, None);
+            let address = Address::new(shared.clone(), key, name, seq, None);
             made = Some(address.clone());
             AddressInfo { owner: me, address }
         });
@@ -87,7 +116,7 @@ pub(crate) fn spawn_instance<A: Actor>(
             parent,
             supervisor,
             reason: None,
-            registry: s.registry.clone(),
+            registry,
             rare,
             state: ActorState::New,
         }
@@ -95,14 +124,14 @@ pub(crate) fn spawn_instance<A: Actor>(
     let address = made.expect("made by add_address");
     tracing::debug!(actor = %address, "spawned");
     lifecycle::start_lifecycle(core, me, &address);
-    if s.supervisor.as_ref().is_some_and(|c| c.registry) {
+    if with_registry {
         let registry = Builder::new(core, Some(me), Registry::default())
             .name("registry")
             .finish()?;
         if let Some(cell) = core.actors.get_mut(me) {
             // The new registry serves the descendants; the supervisor itself
             // uses it too, unless it was given one of its own.
-            if !s.explicit_registry {
+            if !explicit_registry {
                 cell.registry = Some(registry.clone());
             }
             if let Some(sup) = cell.supervisor.as_deref_mut() {
@@ -191,10 +220,10 @@ pub(crate) fn spawn_elsewhere<A: Actor>(
 ) -> Result<()> {
     let make = move |core: &mut Core, link: ParentLink| {
         let actor = (factory.lock().unwrap_or_else(PoisonError::into_inner))();
-        spawn_instance(
+        spawn_once(
             core,
             Some(link),
-            &Spec {
+            Spec {
                 settings,
                 plugins: Vec::new(),
             },

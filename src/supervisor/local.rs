@@ -31,18 +31,14 @@ use crate::error::Error;
 use crate::lifecycle;
 use crate::locality::Core;
 use crate::supervisor::{ChildId, ChildState, restart, start_children};
+use std::sync::Arc;
 
 /// The actor that owns `address`, if it lives here.
 fn local_owner(core: &Core, address: &Address) -> Option<Key> {
-    owner_here(core, address.locality_id(), address.key())
-}
-
-/// The actor that owns the address `key` of locality `locality`, if that is this one.
-fn owner_here(core: &Core, locality: u32, key: Key) -> Option<Key> {
-    if locality != core.id() {
+    if address.locality_id() != core.id() {
         return None;
     }
-    core.routes.address(key).map(|slot| slot.owner)
+    core.routes.address(address.key()).map(|slot| slot.owner)
 }
 
 /// `true` if `cell` is a leaf none of whose code runs now.
@@ -61,10 +57,11 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
     let Some(parent) = cell.parent.as_ref().filter(|_| idle_leaf(cell)) else {
         return false;
     };
-    let child = ChildId::of(&cell.address);
-    let my_address = cell.address.key();
+    // The supervisor's record of this child holds a clone of its address:
+    // the same allocation, alive while this cell is (no need to read it).
+    let mine = Arc::as_ptr(&cell.address.0);
     let (slot, sup_address) = (parent.slot, parent.address.key());
-    let Some(sup_key) = owner_here(core, parent.address.locality_id(), sup_address) else {
+    let Some(sup_key) = local_owner(core, &parent.address) else {
         return false;
     };
     let Some(sup_cell) = core.actors.get_mut(sup_key) else {
@@ -76,7 +73,11 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
     let Some(sup) = sup_cell.supervisor.as_deref_mut() else {
         return false;
     };
-    let Some(record) = sup.children.get_mut(slot).filter(|r| r.is(child)) else {
+    let Some(record) = sup.children.get_mut(slot).filter(|r| {
+        r.address
+            .as_ref()
+            .is_some_and(|a| std::ptr::eq(Arc::as_ptr(&a.0), mine))
+    }) else {
         return false;
     };
     if record.state != ChildState::Initializing {
@@ -91,11 +92,19 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
     } else {
         record.state = ChildState::Started;
     }
-    crate::inspect::step(core, "InitConfirm", None, Some(my_address), sup_address);
+    let my_address = match core.inspect.level >= 2 {
+        true => core.actors.get(me).map(|c| c.address.key()),
+        false => None,
+    };
+    if let Some(my_address) = my_address {
+        crate::inspect::step(core, "InitConfirm", None, Some(my_address), sup_address);
+    }
     if synchronized {
         start_children(core, sup_key);
     } else {
-        crate::inspect::step(core, "Start", None, None, my_address);
+        if let Some(my_address) = my_address {
+            crate::inspect::step(core, "Start", None, None, my_address);
+        }
         lifecycle::on_start(core, me);
     }
     true

@@ -132,11 +132,9 @@ pub(crate) struct ChildRecord {
     pub(crate) state: ChildState,
     /// `true` while the child has not confirmed its init.
     pub(crate) initializing: bool,
-    /// Restart policy, factory and history; `None` for a child that is
-    /// never restarted and escalates nothing.
+    /// Restart policy, factory, history and pending restart; `None` for a
+    /// child that is never restarted and escalates nothing.
     pub(crate) supervision: Option<Box<restart::Supervision>>,
-    /// The pending restart, while `Restarting`.
-    pub(crate) restart_timer: Option<Key>,
 }
 
 impl ChildRecord {
@@ -275,8 +273,16 @@ pub(crate) fn start_children(core: &mut Core, me: Key) {
 /// waiting for its restart is let go at once. (A child whose remote spawn is
 /// under way is asked when it reports in.)
 pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
-    let Some(sup) = sup_mut(core, me) else { return };
-    let mut to_stop = Vec::new();
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
+    // The requests may go as direct calls unless the supervisor has
+    // linked clients to ask next (theirs would have come after).
+    let direct = cell.plugins_ref().is_none_or(|p| p.clients.is_empty());
+    let Some(sup) = cell.supervisor.as_deref_mut() else {
+        return;
+    };
+    let mut to_stop = Vec::with_capacity(sup.children.len());
     let mut timers = Vec::new();
     // Once per supervisor: every child is visited, and the children still
     // initializing are counted again on the way (restarting ones are dropped).
@@ -286,13 +292,13 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
         match record.state {
             ChildState::ShuttingDown => {}
             ChildState::Restarting => {
-                timers.extend(record.restart_timer.take());
+                timers.extend(record.supervision.as_deref_mut().and_then(|s| s.timer.take()));
                 return false;
             }
             _ => {
                 record.state = ChildState::ShuttingDown;
-                if let Some(address) = &record.address {
-                    to_stop.push((slot, address.clone()));
+                if record.address.is_some() {
+                    to_stop.push(slot);
                 }
             }
         }
@@ -303,14 +309,15 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     for timer in timers {
         core.timers.cancel(timer);
     }
-    // The requests may go as direct calls unless the supervisor has
-    // linked clients to ask next (theirs would have come after).
-    let direct = core
-        .actors
-        .get(me)
-        .and_then(ActorCell::plugins_ref)
-        .is_none_or(|p| p.clients.is_empty());
-    for (slot, address) in to_stop {
+    for slot in to_stop {
+        // A child asked by a direct call is gone at once: so is the
+        // supervisor once the last one is.
+        let Some(address) = sup_mut(core, me)
+            .and_then(|s| s.children.get(slot))
+            .and_then(|r| r.address.clone())
+        else {
+            continue;
+        };
         let reason = Error::new(ErrorCode::SupervisorShutdown);
         stop_child(core, me, slot, &address, reason, direct);
     }

@@ -78,6 +78,8 @@ pub(crate) struct Supervision {
     respawn: Option<Respawn>,
     /// When the recent restarts happened (within the period).
     history: VecDeque<Instant>,
+    /// The pending restart, while the child is `Restarting`.
+    pub(crate) timer: Option<Key>,
 }
 
 /// The supervisor's decision about a child that went down.
@@ -93,6 +95,7 @@ impl Supervision {
             config,
             respawn,
             history: VecDeque::new(),
+            timer: None,
         }
     }
 
@@ -226,8 +229,11 @@ pub(crate) fn child_gone(
             record.initializing = true;
             sup.initializing += 1;
             let timer = core.start_timer(delay, me, TimerAction::Restart { slot });
-            if let Some(record) = sup_mut(core, me).and_then(|s| s.children.get_mut(slot)) {
-                record.restart_timer = Some(timer);
+            if let Some(supervision) = sup_mut(core, me)
+                .and_then(|s| s.children.get_mut(slot))
+                .and_then(|r| r.supervision.as_deref_mut())
+            {
+                supervision.timer = Some(timer);
             }
         }
         Decision::GiveUp(limit) => {
@@ -321,12 +327,11 @@ pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize) {
     if record.state != ChildState::Restarting {
         return;
     }
-    record.restart_timer = None;
-    let Some(mut respawn) = record
-        .supervision
-        .as_deref_mut()
-        .and_then(|s| s.respawn.take())
-    else {
+    let Some(supervision) = record.supervision.as_deref_mut() else {
+        return;
+    };
+    supervision.timer = None;
+    let Some(mut respawn) = supervision.respawn.take() else {
         return;
     };
     // The factory is user code: a panic there is a failed restart.
