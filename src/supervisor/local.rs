@@ -110,22 +110,25 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
     true
 }
 
-/// A leaf here whose supervisor `me` asks it to shut down, at `address`:
-/// does it by a direct call if nothing waits in the queue. `Err` gives the
+/// A child whose supervisor asks it to shut down: if it is a leaf here and
+/// nothing waits in the queue, does it by a direct call. `Err` gives the
 /// reason back: send `ShutdownRequest`.
-pub(crate) fn stop_leaf(core: &mut Core, address: &Address, reason: Error) -> Result<(), Error> {
+pub(crate) fn stop_leaf(core: &mut Core, child: ChildId, reason: Error) -> Result<(), Error> {
     if !core.queue.is_empty() {
         return Err(reason);
     }
-    let Some(child) = local_owner(core, address) else {
+    let Some(address) = child.local_key(core.id()) else {
         return Err(reason);
     };
-    if !core.actors.get(child).is_some_and(idle_leaf) {
+    let Some(actor) = core.routes.address(address).map(|slot| slot.owner) else {
+        return Err(reason);
+    };
+    if !core.actors.get(actor).is_some_and(idle_leaf) {
         return Err(reason);
     }
     let code = reason.code();
-    crate::inspect::step(core, "ShutdownRequest", Some(code), None, address.key());
-    lifecycle::on_shutdown_request(core, child, reason);
+    crate::inspect::step(core, "ShutdownRequest", Some(code), None, address);
+    lifecycle::on_shutdown_request(core, actor, reason);
     Ok(())
 }
 

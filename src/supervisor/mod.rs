@@ -310,42 +310,38 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
         core.timers.cancel(timer);
     }
     for slot in to_stop {
-        // A child asked by a direct call is gone at once: so is the
-        // supervisor once the last one is.
-        let Some(address) = sup_mut(core, me)
-            .and_then(|s| s.children.get(slot))
-            .and_then(|r| r.address.clone())
-        else {
-            continue;
-        };
         let reason = Error::new(ErrorCode::SupervisorShutdown);
-        stop_child(core, me, slot, &address, reason, direct);
+        stop_child(core, me, slot, reason, direct);
     }
 }
 
-/// Asks the child at `address` (in `slot`) to shut down: by a direct call
+/// Asks the child in `slot` to shut down: by a direct call
 /// if `direct` allows and it is a leaf here (`local::stop_leaf`), else by
 /// a message. If its locality is gone, so is the child: the supervisor
 /// sends itself the child's `ChildDown` (`LocalityLost`, naming the
 /// locality) through its own inbox, behind whatever the child sent before
 /// its locality closed, so a real `ChildDown` comes first and the stand-in
 /// is then ignored.
-fn stop_child(
-    core: &mut Core,
-    me: Key,
-    slot: usize,
-    address: &Address,
-    reason: Error,
-    direct: bool,
-) {
+fn stop_child(core: &mut Core, me: Key, slot: usize, reason: Error, direct: bool) {
+    // The record is looked up again after a direct call: the child is gone
+    // at once (and its record), and the supervisor once its last child is.
+    fn address(core: &mut Core, me: Key, slot: usize) -> Option<&Address> {
+        sup_mut(core, me)?.children.get(slot)?.address.as_ref()
+    }
+    let Some(child) = address(core, me, slot).map(ChildId::of) else {
+        return;
+    };
     let reason = match direct {
-        true => match local::stop_leaf(core, address, reason) {
+        true => match local::stop_leaf(core, child, reason) {
             Ok(()) => return,
             Err(reason) => reason,
         },
         false => reason,
     };
-    if core.send_system(address, SystemMsg::ShutdownRequest { reason }) {
+    let Some(address) = address(core, me, slot).cloned() else {
+        return;
+    };
+    if core.send_system(&address, SystemMsg::ShutdownRequest { reason }) {
         return;
     }
     let Some(dest) = core.actors.get(me).map(|cell| cell.address.key()) else {
@@ -355,7 +351,7 @@ fn stop_child(
     tracing::warn!(child = %address, reason = %lost, "a child's locality is gone");
     let msg = SystemMsg::ChildDown {
         slot,
-        child: ChildId::of(address),
+        child,
         reason: lost,
         restart: false,
     };
@@ -382,11 +378,8 @@ pub(crate) fn on_child_shutdown_trigger(
         return;
     }
     record.state = ChildState::ShuttingDown;
-    let address = record.address.clone();
     sup.held.remove(&slot);
-    if let Some(address) = address {
-        stop_child(core, me, slot, &address, reason, true);
-    }
+    stop_child(core, me, slot, reason, true);
 }
 
 /// A child spawned on another locality reports its address (or its failure
@@ -406,7 +399,7 @@ pub(crate) fn on_child_spawned(
             record.address = Some(address.clone());
             if record.state == ChildState::ShuttingDown {
                 let reason = Error::new(ErrorCode::SupervisorShutdown);
-                stop_child(core, me, slot, &address, reason, false);
+                stop_child(core, me, slot, reason, false);
             }
         }
         Err(reason) => restart::on_child_lost(core, me, slot, reason),
