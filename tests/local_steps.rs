@@ -112,7 +112,10 @@ fn a_supervisor_shuts_its_leaves_down_in_the_dispatch_step_of_its_own_request() 
     let (clock, log) = (Clock::new(), Log::new());
     let (mut l, root) = operational_root(&clock, &log, Probe::new(&log));
     for name in ["a", "b"] {
-        l.spawn(&root, Probe::new(&log)).name(name).finish().unwrap();
+        l.spawn(&root, Probe::new(&log))
+            .name(name)
+            .finish()
+            .unwrap();
     }
     l.run_until_idle(clock.at(0));
     log.take();
@@ -226,7 +229,10 @@ fn level_two_inspection_shows_each_direct_step_as_the_message_it_stands_for() {
     let lines = Log::new();
     let sink = lines.clone();
     l.inspect_with(2, move |line| sink.push(line));
-    l.spawn(&root, Probe::new(&log)).name("leaf").finish().unwrap();
+    l.spawn(&root, Probe::new(&log))
+        .name("leaf")
+        .finish()
+        .unwrap();
     l.run_until_idle(clock.at(0));
     l.shutdown(&root).unwrap();
     l.run_until_idle(clock.at(0));

@@ -165,7 +165,13 @@ pub(crate) fn report_down(
     }
     let code = reason.code();
     let child_key = child.local_key(core.id());
-    crate::inspect::step(core, "ChildDown", Some(code), child_key, parent.address.key());
+    crate::inspect::step(
+        core,
+        "ChildDown",
+        Some(code),
+        child_key,
+        parent.address.key(),
+    );
     restart::child_gone(core, sup_key, parent.slot, reason, restart);
     Ok(())
 }

@@ -292,7 +292,12 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
         match record.state {
             ChildState::ShuttingDown => {}
             ChildState::Restarting => {
-                timers.extend(record.supervision.as_deref_mut().and_then(|s| s.timer.take()));
+                timers.extend(
+                    record
+                        .supervision
+                        .as_deref_mut()
+                        .and_then(|s| s.timer.take()),
+                );
                 return false;
             }
             _ => {

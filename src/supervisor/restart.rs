@@ -172,13 +172,7 @@ pub(crate) fn on_child_lost(core: &mut Core, me: Key, slot: usize, reason: Error
     child_gone(core, me, slot, reason, false);
 }
 
-pub(crate) fn child_gone(
-    core: &mut Core,
-    me: Key,
-    slot: usize,
-    reason: Error,
-    actor_says: bool,
-) {
+pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool) {
     let now = core.now;
     let Some(cell) = core.actors.get_mut(me) else {
         return;
