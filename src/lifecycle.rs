@@ -6,7 +6,8 @@
 //! init only when all its children have, then `Start`s them. Shutdown runs the
 //! other way: a supervisor asks its children to shut down and finishes when the
 //! last `ChildDown` arrives. Every step is a message to an address, so the same
-//! protocol works between localities.
+//! protocol works between localities; between a leaf and its supervisor on
+//! one locality, four of them are direct calls (`supervisor::local`).
 
 use crate::actor::{ActorCell, ActorState, Hook, call_hook};
 use crate::address::Address;
@@ -275,7 +276,7 @@ fn disarm_lifecycle_timer(core: &mut Core, me: Key) {
     }
 }
 
-fn on_init(core: &mut Core, me: Key) {
+pub(crate) fn on_init(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get(me) else {
         return;
     };
@@ -577,26 +578,4 @@ fn undeliverable(core: &mut Core, msg: SystemMsg) {
         }
         other => link::undeliverable(core, other),
     }
-}
-
-/// `Init` for a freshly spawned actor (`actor`, at its main `address`):
-/// two keys, a small queue entry per spawn.
-struct InitEnvelope {
-    actor: Key,
-    address: Key,
-}
-
-impl Envelope<Core> for InitEnvelope {
-    fn deliver(self, core: &mut Core) {
-        crate::inspect::step(core, "Init", None, None, self.address);
-        on_init(core, self.actor);
-    }
-}
-
-/// Queues `Init` for the freshly spawned actor `actor` (at `address`).
-pub(crate) fn start_lifecycle(core: &mut Core, actor: Key, address: &Address) {
-    core.enqueue(InitEnvelope {
-        actor,
-        address: address.key(),
-    });
 }

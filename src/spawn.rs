@@ -2,6 +2,7 @@
 
 use crate::actor::{Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink, Rare};
 use crate::address::Address;
+use crate::arena::Key;
 use crate::builder::Builder;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lifecycle::{self, SystemMsg};
@@ -9,6 +10,7 @@ use crate::locality::Core;
 use crate::locality::LocalityHandle;
 use crate::locality::shared::Remote;
 use crate::plugin::Plugin;
+use crate::queue::Envelope;
 use crate::registry::Registry;
 use crate::subscription::AddressInfo;
 use crate::supervisor::{SupervisorConfig, SupervisorState};
@@ -123,7 +125,7 @@ fn spawn_from<A: Actor>(
     });
     let address = made.expect("made by add_address");
     tracing::debug!(actor = %address, "spawned");
-    lifecycle::start_lifecycle(core, me, &address);
+    start_lifecycle(core, me, &address);
     if with_registry {
         let registry = Builder::new(core, Some(me), Registry::default())
             .name("registry")
@@ -140,6 +142,28 @@ fn spawn_from<A: Actor>(
         }
     }
     Ok(address)
+}
+
+/// `Init` for a freshly spawned actor (`actor`, at its main `address`):
+/// two keys, a small queue entry per spawn.
+struct InitEnvelope {
+    actor: Key,
+    address: Key,
+}
+
+impl Envelope<Core> for InitEnvelope {
+    fn deliver(self, core: &mut Core) {
+        crate::inspect::step(core, "Init", None, None, self.address);
+        lifecycle::on_init(core, self.actor);
+    }
+}
+
+/// Queues `Init` for the freshly spawned actor `actor` (at `address`).
+fn start_lifecycle(core: &mut Core, actor: Key, address: &Address) {
+    core.enqueue(InitEnvelope {
+        actor,
+        address: address.key(),
+    });
 }
 
 /// A factory that other threads may call: the actor is made where it lives.

@@ -9,7 +9,7 @@
 mod common;
 
 use common::{Clock, Log, short};
-use commutator::{Actor, Address, Context, Locality, SupervisorConfig};
+use commutator::{Actor, ActorState, Address, Context, Locality, SupervisorConfig};
 
 /// Logs its hooks as `name#n hook [STATE]`, and every `Ping` and `LastWord`
 /// it hears; with `last_word`, sends one to its supervisor in
@@ -68,10 +68,10 @@ impl Actor for Probe {
 }
 
 /// An operational root `root#1` (a `Probe`) on `L0`.
-fn operational_root(clock: &Clock, log: &Log, root: Probe) -> (Locality, Address) {
+fn operational_root(clock: &Clock, log: &Log) -> (Locality, Address) {
     let mut l = Locality::named("L0");
     let address = l
-        .spawn_root(root)
+        .spawn_root(Probe::new(log))
         .name("root")
         .supervisor(SupervisorConfig::default())
         .finish()
@@ -84,15 +84,15 @@ fn operational_root(clock: &Clock, log: &Log, root: Probe) -> (Locality, Address
 #[test]
 fn a_leaf_under_an_operational_supervisor_starts_in_the_dispatch_step_of_its_init() {
     let (clock, log) = (Clock::new(), Log::new());
-    let (mut l, root) = operational_root(&clock, &log, Probe::new(&log));
+    let (mut l, root) = operational_root(&clock, &log);
     let a = l.spawn(&root, Probe::new(&log)).name("a").finish().unwrap();
     let b = l.spawn(&root, Probe::new(&log)).name("b").finish().unwrap();
     l.set_budget(1);
 
     assert_eq!(l.dispatch(clock.at(0)), 1, "one step: a's Init");
-    assert_eq!(l.state_of(&a), Some(commutator::ActorState::Operational));
+    assert_eq!(l.state_of(&a), Some(ActorState::Operational));
     assert_eq!(l.dispatch(clock.at(0)), 1, "one step: b's Init");
-    assert_eq!(l.state_of(&b), Some(commutator::ActorState::Operational));
+    assert_eq!(l.state_of(&b), Some(ActorState::Operational));
     assert!(!l.has_pending(), "no InitConfirm, no Start left");
     assert_eq!(
         log.lines(),
@@ -110,7 +110,7 @@ fn a_leaf_under_an_operational_supervisor_starts_in_the_dispatch_step_of_its_ini
 #[test]
 fn a_supervisor_shuts_its_leaves_down_in_the_dispatch_step_of_its_own_request() {
     let (clock, log) = (Clock::new(), Log::new());
-    let (mut l, root) = operational_root(&clock, &log, Probe::new(&log));
+    let (mut l, root) = operational_root(&clock, &log);
     for name in ["a", "b"] {
         l.spawn(&root, Probe::new(&log))
             .name(name)
@@ -198,7 +198,7 @@ fn a_message_queued_for_a_leaf_reaches_it_before_it_is_asked_to_shut_down() {
 #[test]
 fn a_leafs_last_message_to_its_supervisor_arrives_before_the_supervisor_finishes() {
     let (clock, log) = (Clock::new(), Log::new());
-    let (mut l, root) = operational_root(&clock, &log, Probe::new(&log));
+    let (mut l, root) = operational_root(&clock, &log);
     let leaf = Probe {
         last_word: true,
         ..Probe::new(&log)
@@ -225,7 +225,7 @@ fn a_leafs_last_message_to_its_supervisor_arrives_before_the_supervisor_finishes
 #[test]
 fn level_two_inspection_shows_each_direct_step_as_the_message_it_stands_for() {
     let (clock, log) = (Clock::new(), Log::new());
-    let (mut l, root) = operational_root(&clock, &log, Probe::new(&log));
+    let (mut l, root) = operational_root(&clock, &log);
     let lines = Log::new();
     let sink = lines.clone();
     l.inspect_with(2, move |line| sink.push(line));
