@@ -14,8 +14,8 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 DIV=${DIV:-40}
 command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install -y valgrind)" >&2; exit 1; }
 BIN=$(cd "$HERE" && CARGO_PROFILE_BENCH_DEBUG=line-tables-only cargo bench --bench workloads --no-run 2>&1 \
-  | grep -o '[^ (]*/deps/workloads-[a-z0-9]*' | head -1)
-case $BIN in /*) ;; *) BIN=$HERE/$BIN ;; esac # relative unless CARGO_TARGET_DIR is set
+  | grep -o 'target/[a-z]*/deps/workloads-[a-z0-9]*' | head -1)
+BIN=$HERE/$BIN
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"
 count() { # $1=workload $2=div -> "ops instructions"
   local f="$OUT/cg.$1.$2"
