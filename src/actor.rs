@@ -242,6 +242,9 @@ pub(crate) trait ActorObject: Any {
     fn hook(&self, hook: Hook, core: &mut Core, me: Key);
     /// The user plugins' vote.
     fn vote(&self, phase: Phase, core: &mut Core, me: Key) -> Vote;
+    /// `false` if the actor has no user plugin to ask for a vote (`true`
+    /// while it is busy: [`vote`](ActorObject::vote) then says `Pending`).
+    fn has_plugins(&self) -> bool;
     /// [`Actor::should_restart`] (`false` if the actor is busy).
     fn should_restart(&self, reason: &Error) -> bool;
 }
@@ -260,6 +263,11 @@ impl<A: Actor> ActorObject for RefCell<ActorBox<A>> {
             Ok(mut b) => b.vote(phase, core, me),
             Err(_) => Vote::Pending,
         }
+    }
+    fn has_plugins(&self) -> bool {
+        self.try_borrow_mut().map_or(true, |b| {
+            b.extras.as_ref().is_some_and(|e| !e.plugins.is_empty())
+        })
     }
     fn should_restart(&self, reason: &Error) -> bool {
         self.try_borrow()

@@ -6,7 +6,9 @@ use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::{Core, LocalityHandle};
 use crate::plugin::Plugin;
-use crate::spawn::{PluginFactory, Settings, SharedFactory, Spec, spawn_elsewhere, spawn_instance};
+use crate::spawn::{
+    PluginFactory, Settings, SharedFactory, Spec, spawn_elsewhere, spawn_instance, spawn_once,
+};
 use crate::supervisor::restart::{Respawn, RestartPolicy, Supervision, SupervisionConfig};
 use crate::supervisor::{ChildRecord, ChildState, SupervisorConfig};
 use std::borrow::Cow;
@@ -310,10 +312,13 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
             supervision,
             ..
         } = self;
-        let parent = match parent {
+        let (parent, inherited) = match parent {
             Parent::Invalid(error) => return Err(error),
-            Parent::Root => None,
-            Parent::Local(key) => Some(check_parent(core, key)?),
+            Parent::Root => (None, None),
+            Parent::Local(key) => {
+                let inherited = check_parent(core, key)?;
+                (Some(key), inherited)
+            }
         };
         if supervision.policy != RestartPolicy::Never && !has_factory {
             let why = "a restarted actor needs a factory: spawn it with `spawn_with`";
@@ -327,13 +332,6 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
             let why = "a restart limit needs a period longer than zero";
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         }
-        // The registry a supervisor keeps for its descendants, else its own.
-        let inherited = parent.and_then(|p| core.actors.get(p)).and_then(|p| {
-            p.supervisor
-                .as_ref()
-                .and_then(|s| s.registry.clone())
-                .or_else(|| p.registry.clone())
-        });
         let name = name.unwrap_or_else(default_name::<A>);
         let settings = Settings {
             name,
@@ -408,10 +406,10 @@ impl<'a, A: Actor> Builder<'a, A> {
         };
         let Some(parent) = parent else {
             core.anchor();
-            return spawn_instance(core, None, &spec, actor);
+            return spec.spawn(core, None, actor);
         };
         let (link, slot) = child_slot(core, parent);
-        let address = spawn_instance(core, Some(link), &spec, actor)?;
+        let address = spec.spawn(core, Some(link), actor)?;
         add_child(
             core,
             parent,
@@ -475,12 +473,13 @@ enum Held<A: Actor> {
     Shared(Rc<Spec<A>>),
 }
 
-impl<A: Actor> std::ops::Deref for Held<A> {
-    type Target = Spec<A>;
-    fn deref(&self) -> &Spec<A> {
+impl<A: Actor> Held<A> {
+    /// Makes the instance: from the settings themselves if owned, from
+    /// their clone if shared.
+    fn spawn(self, core: &mut Core, parent: Option<ParentLink>, actor: A) -> Result<Address> {
         match self {
-            Held::Owned(spec) => spec,
-            Held::Shared(spec) => spec,
+            Held::Owned(spec) => spawn_once(core, parent, spec, actor),
+            Held::Shared(spec) => spawn_instance(core, parent, &spec, actor),
         }
     }
 }
@@ -520,7 +519,6 @@ fn add_child(
         state: ChildState::Initializing,
         initializing: true,
         supervision,
-        restart_timer: None,
     };
     let sup = crate::supervisor::sup_mut(core, parent).expect("checked by prepare");
     let inserted = sup.children.insert(record);
@@ -531,7 +529,10 @@ fn add_child(
     sup.initializing += 1;
 }
 
-fn check_parent(core: &Core, key: Key) -> Result<Key> {
+/// Checks that the actor at `key` may take a child now; returns the
+/// registry the child inherits: the one the supervisor keeps for its
+/// descendants, else its own.
+fn check_parent(core: &Core, key: Key) -> Result<Option<Address>> {
     let Some(cell) = core.actors.get(key) else {
         return Err(
             Error::new(ErrorCode::SupervisorShuttingDown).with_context("supervisor is gone")
@@ -545,5 +546,6 @@ fn check_parent(core: &Core, key: Key) -> Result<Key> {
             Error::new(ErrorCode::SupervisorShuttingDown).with_context(cell.address.to_string())
         );
     }
-    Ok(key)
+    let kept = cell.supervisor.as_ref().and_then(|s| s.registry.as_ref());
+    Ok(kept.or(cell.registry.as_ref()).cloned())
 }

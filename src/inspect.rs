@@ -13,6 +13,7 @@
 //! subscriber is installed, to stderr otherwise, or to a sink of the user's.
 
 use crate::arena::Key;
+use crate::error::ErrorCode;
 use crate::lifecycle::SystemMsg;
 use crate::locality::Core;
 use crate::message::short_type_name;
@@ -265,11 +266,12 @@ pub(crate) fn system(core: &mut Core, dest: Key, msg: &SystemMsg) {
     if core.inspect.level < 2 {
         return;
     }
-    let mut line = format!("{}: [{}", core.name(), msg.name());
-    if let SystemMsg::ShutdownRequest { reason } | SystemMsg::ChildDown { reason, .. } = msg {
-        let _ = write!(line, "({})", reason.code());
-    }
-    line.push(']');
+    let detail = match msg {
+        SystemMsg::ShutdownRequest { reason } | SystemMsg::ChildDown { reason, .. } => {
+            Some(reason.code())
+        }
+        _ => None,
+    };
     // Messages about a child say which (when it lives here).
     let child = match msg {
         SystemMsg::InitConfirm { child, .. }
@@ -280,7 +282,33 @@ pub(crate) fn system(core: &mut Core, dest: Key, msg: &SystemMsg) {
         } => Some(*child),
         _ => None,
     };
-    if let Some(key) = child.and_then(|c| c.local_key(core.id())) {
+    let child = child.and_then(|c| c.local_key(core.id()));
+    line(core, msg.name(), detail, child, dest);
+}
+
+/// A lifecycle step between an actor and its supervisor on the same
+/// locality, taken by a direct call instead of a message (level 2): shown
+/// as the message it stands for, when it happens. `child` and `dest` are
+/// address keys.
+pub(crate) fn step(
+    core: &mut Core,
+    name: &str,
+    detail: Option<ErrorCode>,
+    child: Option<Key>,
+    dest: Key,
+) {
+    if core.inspect.level >= 2 {
+        line(core, name, detail, child, dest);
+    }
+}
+
+fn line(core: &mut Core, name: &str, detail: Option<ErrorCode>, child: Option<Key>, dest: Key) {
+    let mut line = format!("{}: [{name}", core.name());
+    if let Some(code) = detail {
+        let _ = write!(line, "({code})");
+    }
+    line.push(']');
+    if let Some(key) = child {
         let _ = write!(line, " {}", address_name(core, key));
     }
     let _ = write!(line, " -> {}", address_name(core, dest));

@@ -6,9 +6,10 @@
 //! init only when all its children have, then `Start`s them. Shutdown runs the
 //! other way: a supervisor asks its children to shut down and finishes when the
 //! last `ChildDown` arrives. Every step is a message to an address, so the same
-//! protocol works between localities.
+//! protocol works between localities; between a leaf and its supervisor on
+//! one locality, four of them are direct calls (`supervisor::local`).
 
-use crate::actor::{ActorState, Hook, call_hook};
+use crate::actor::{ActorCell, ActorState, Hook, call_hook};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -22,8 +23,6 @@ use crate::supervisor::{self, ChildId};
 /// Framework traffic between actors and their supervisors.
 #[derive(Debug)]
 pub(crate) enum SystemMsg {
-    /// Supervisor → child: start initializing.
-    Init,
     /// Child → supervisor: initialized.
     InitConfirm { slot: usize, child: ChildId },
     /// Supervisor → child: become operational.
@@ -84,7 +83,6 @@ pub(crate) enum SystemMsg {
 impl SystemMsg {
     pub(crate) fn name(&self) -> &'static str {
         match self {
-            SystemMsg::Init => "Init",
             SystemMsg::InitConfirm { .. } => "InitConfirm",
             SystemMsg::Start => "Start",
             SystemMsg::ShutdownTrigger { .. } => "ShutdownTrigger",
@@ -130,7 +128,6 @@ impl Envelope<Core> for SysEnvelope {
             return undeliverable(core, msg);
         };
         match msg {
-            SystemMsg::Init => on_init(core, me),
             SystemMsg::InitConfirm { slot, child } => {
                 supervisor::on_child_initialized(core, me, slot, child)
             }
@@ -230,11 +227,9 @@ fn state(core: &Core, me: Key) -> Option<ActorState> {
     core.actors.get(me).map(|c| c.state)
 }
 
-fn set_state(core: &mut Core, me: Key, state: ActorState) {
-    if let Some(cell) = core.actors.get_mut(me) {
-        tracing::debug!(actor = %cell.address, from = %cell.state, to = %state, "lifecycle");
-        cell.state = state;
-    }
+fn set_cell_state(cell: &mut ActorCell, state: ActorState) {
+    tracing::debug!(actor = %cell.address, from = %cell.state, to = %state, "lifecycle");
+    cell.state = state;
 }
 
 /// Sends a framework message to the actor's own main address.
@@ -244,14 +239,26 @@ pub(crate) fn to_self(core: &mut Core, me: Key, msg: SystemMsg) {
     }
 }
 
-fn arm_lifecycle_timer(
+/// Moves actor `me` (its `cell`) to state `to`, cancels its pending
+/// lifecycle timer and arms `timer` if given.
+fn enter(
     core: &mut Core,
     me: Key,
-    timeout: Option<std::time::Duration>,
-    action: TimerAction,
+    to: ActorState,
+    timer: Option<(std::time::Duration, TimerAction)>,
 ) {
-    disarm_lifecycle_timer(core, me);
-    if let Some(after) = timeout {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
+    set_cell_state(cell, to);
+    if let Some(key) = cell
+        .rare
+        .as_deref_mut()
+        .and_then(|r| r.lifecycle_timer.take())
+    {
+        core.cancel_timer(key);
+    }
+    if let Some((after, action)) = timer {
         let key = core.start_timer(after, me, action);
         if let Some(cell) = core.actors.get_mut(me) {
             cell.rare().lifecycle_timer = Some(key);
@@ -269,13 +276,18 @@ fn disarm_lifecycle_timer(core: &mut Core, me: Key) {
     }
 }
 
-fn on_init(core: &mut Core, me: Key) {
-    if state(core, me) != Some(ActorState::New) {
+pub(crate) fn on_init(core: &mut Core, me: Key) {
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
+    if cell.state != ActorState::New {
         return;
     }
-    set_state(core, me, ActorState::Initializing);
-    let timeout = core.actors.get(me).and_then(|c| c.config().init_timeout);
-    arm_lifecycle_timer(core, me, timeout, TimerAction::InitTimeout);
+    let timer = cell.rare.as_deref().and_then(|r| {
+        let after = r.config.init_timeout?;
+        Some((after, TimerAction::InitTimeout))
+    });
+    enter(core, me, ActorState::Initializing, timer);
     call_hook(core, me, Hook::InitStart);
     try_init(core, me);
 }
@@ -296,23 +308,29 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
         Vote::Pending => return,
         Vote::Failed(error) => return init_failed(core, me, error),
     }
-    disarm_lifecycle_timer(core, me);
-    set_state(core, me, ActorState::Initialized);
+    enter(core, me, ActorState::Initialized, None);
     call_hook(core, me, Hook::InitFinish);
     let Some(cell) = core.actors.get(me) else {
         return;
     };
-    match &cell.parent {
-        Some(parent) => {
-            let (to, slot, child) = (
-                parent.address.clone(),
-                parent.slot,
-                ChildId::of(&cell.address),
-            );
-            core.send_system(&to, SystemMsg::InitConfirm { slot, child });
-        }
-        None => to_self(core, me, SystemMsg::Start),
+    if cell.parent.is_none() {
+        return to_self(core, me, SystemMsg::Start);
     }
+    if supervisor::local::confirm_init(core, me) {
+        return;
+    }
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
+    let Some(parent) = &cell.parent else {
+        return;
+    };
+    let (to, slot, child) = (
+        parent.address.clone(),
+        parent.slot,
+        ChildId::of(&cell.address),
+    );
+    core.send_system(&to, SystemMsg::InitConfirm { slot, child });
 }
 
 /// Init failed: the actor shuts down with the failure as its reason, and its
@@ -356,13 +374,19 @@ pub(crate) fn on_lifecycle_timeout(core: &mut Core, me: Key, during: ActorState)
     }
 }
 
-fn on_start(core: &mut Core, me: Key) {
-    if state(core, me) != Some(ActorState::Initialized) {
+pub(crate) fn on_start(core: &mut Core, me: Key) {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
+    if cell.state != ActorState::Initialized {
         return;
     }
-    set_state(core, me, ActorState::Operational);
+    set_cell_state(cell, ActorState::Operational);
+    let supervisor = cell.supervisor.is_some();
     call_hook(core, me, Hook::OnStart);
-    supervisor::start_children(core, me);
+    if supervisor {
+        supervisor::start_children(core, me);
+    }
 }
 
 /// Something changed for the actor: vote again.
@@ -426,16 +450,26 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         return;
     }
     cell.reason = Some(reason);
-    let timeout = cell.config().shutdown_timeout;
-    set_state(core, me, ActorState::ShuttingDown);
-    arm_lifecycle_timer(core, me, timeout, TimerAction::ShutdownTimeout);
+    let timer = cell.rare.as_deref().and_then(|r| {
+        let after = r.config.shutdown_timeout?;
+        Some((after, TimerAction::ShutdownTimeout))
+    });
+    enter(core, me, ActorState::ShuttingDown, timer);
     if before >= ActorState::Initializing {
         call_hook(core, me, Hook::ShutdownStart);
     }
-    crate::plugin::registry::deregister_all(core, me);
-    external::unsubscribe_all(core, me);
-    supervisor::shutdown_children(core, me);
-    link::unlink_clients(core, me);
+    // A plain actor (no plugin state, no children: most leaves) has
+    // nothing to deregister, unsubscribe, stop or unlink.
+    let plain = core
+        .actors
+        .get(me)
+        .is_some_and(|c| c.rare.is_none() && c.supervisor.is_none());
+    if !plain {
+        crate::plugin::registry::deregister_all(core, me);
+        external::unsubscribe_all(core, me);
+        supervisor::shutdown_children(core, me);
+        link::unlink_clients(core, me);
+    }
     try_shutdown(core, me);
 }
 
@@ -457,53 +491,65 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let (subscriptions, timers, requests, identities) = match cell.rare.as_deref_mut() {
-        Some(rare) => (
+    let main = cell.address.key();
+    if let Some(rare) = cell.rare.as_deref_mut() {
+        let (subscriptions, timers, requests, identities) = (
             std::mem::take(&mut rare.foreign_subscriptions),
             std::mem::take(&mut rare.timers_head),
             std::mem::take(&mut rare.requests_head),
             std::mem::take(&mut rare.identities),
-        ),
-        None => Default::default(),
-    };
-    let main = cell.address.key();
-    for sub in subscriptions {
-        crate::subscription::unsubscribe(core, sub);
+        );
+        for sub in subscriptions {
+            crate::subscription::unsubscribe(core, sub);
+        }
+        core.timers.cancel_all(timers);
+        crate::request::requester_gone(core, requests);
+        for address in identities {
+            crate::subscription::remove_address(core, address);
+        }
     }
-    core.timers.cancel_all(timers);
-    crate::request::requester_gone(core, requests);
-    for address in identities.into_iter().chain(std::iter::once(main)) {
-        crate::subscription::remove_address(core, address);
-    }
-    set_state(core, me, ActorState::ShutDown);
-    let Some(cell) = core.actors.remove(me) else {
+    crate::subscription::remove_address(core, main);
+    let Some(mut cell) = core.actors.remove(me) else {
         return;
     };
+    set_cell_state(&mut cell, ActorState::ShutDown);
     if let Some(plugins) = cell.plugins_ref() {
         link::notify_servers(core, &cell.address, plugins);
         core.io.borrow_mut().forget(plugins.io.iter().copied());
     }
-    let reason = cell.reason.clone().unwrap_or_else(Error::normal);
+    let reason = cell.reason.take().unwrap_or_else(Error::normal);
     let actor = &cell.actor;
     let restart =
         crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false);
     tracing::debug!(actor = %cell.address, reason = reason.as_dyn_error(), "shut down");
-    match &cell.parent {
-        Some(parent) => {
-            let down = SystemMsg::ChildDown {
-                slot: parent.slot,
-                child: ChildId::of(&cell.address),
-                reason,
-                restart,
-            };
-            core.send_system(&parent.address, down);
-            if parent.address.locality_id() != core.id() {
-                core.unanchor(None);
-            }
-        }
-        None => core.unanchor(Some(reason)),
+    let (parent, child, leaf) = (
+        cell.parent.take(),
+        ChildId::of(&cell.address),
+        cell.supervisor.is_none(),
+    );
+    // The actor's own `Drop` is user code. It goes before its supervisor
+    // hears of it, which may finish the supervisor at once.
+    let _ = crate::actor::guarded(core, me, || drop(cell));
+    let Some(parent) = parent else {
+        return core.unanchor(Some(reason));
+    };
+    let reason = match leaf {
+        true => match supervisor::local::report_down(core, &parent, child, reason, restart) {
+            Ok(()) => return,
+            Err(reason) => reason,
+        },
+        false => reason,
+    };
+    let down = SystemMsg::ChildDown {
+        slot: parent.slot,
+        child,
+        reason,
+        restart,
+    };
+    core.send_system(&parent.address, down);
+    if parent.address.locality_id() != core.id() {
+        core.unanchor(None);
     }
-    let _ = crate::actor::guarded(core, me, || drop(cell)); // the actor's own `Drop` is user code
 }
 
 /// A framework message whose address is gone: answer for the missing actor.
@@ -530,12 +576,4 @@ fn undeliverable(core: &mut Core, msg: SystemMsg) {
         }
         other => link::undeliverable(core, other),
     }
-}
-
-/// Sends `Init` to a freshly spawned actor.
-pub(crate) fn start_lifecycle(core: &mut Core, address: &Address) {
-    core.enqueue(SysEnvelope {
-        dest: address.key(),
-        msg: SystemMsg::Init,
-    });
 }

@@ -2,6 +2,7 @@
 
 use crate::actor::{Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink, Rare};
 use crate::address::Address;
+use crate::arena::Key;
 use crate::builder::Builder;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lifecycle::{self, SystemMsg};
@@ -9,7 +10,9 @@ use crate::locality::Core;
 use crate::locality::LocalityHandle;
 use crate::locality::shared::Remote;
 use crate::plugin::Plugin;
+use crate::queue::Envelope;
 use crate::registry::Registry;
+use crate::subscription::AddressInfo;
 use crate::supervisor::{SupervisorConfig, SupervisorState};
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -37,52 +40,100 @@ pub(crate) struct Spec<A: Actor> {
     pub(crate) plugins: Vec<PluginFactory<A>>,
 }
 
-/// Makes one instance of an actor: its cell, its address, its `Init`, and
-/// (for a supervisor made `with_registry`) its registry child.
+/// Makes one instance of an actor from a spec kept for more (a restarted
+/// child's): its settings are cloned.
 pub(crate) fn spawn_instance<A: Actor>(
     core: &mut Core,
     parent: Option<ParentLink>,
     spec: &Spec<A>,
     actor: A,
 ) -> Result<Address> {
-    let s = &spec.settings;
-    let plugins = spec.plugins.iter().map(|make| make()).collect();
-    let boxed = ActorBox::new(actor, plugins, s.register_as.clone());
+    let plugins = make_plugins(&spec.plugins);
+    spawn_from(core, parent, spec.settings.clone(), plugins, actor)
+}
+
+/// Makes the one instance of an actor `spec` is for: its settings (the
+/// name, the names to register) are moved, not cloned.
+pub(crate) fn spawn_once<A: Actor>(
+    core: &mut Core,
+    parent: Option<ParentLink>,
+    spec: Spec<A>,
+    actor: A,
+) -> Result<Address> {
+    let plugins = make_plugins(&spec.plugins);
+    spawn_from(core, parent, spec.settings, plugins, actor)
+}
+
+fn make_plugins<A: Actor>(prototypes: &[PluginFactory<A>]) -> Vec<Box<dyn Plugin<A>>> {
+    match prototypes.is_empty() {
+        true => Vec::new(),
+        false => prototypes.iter().map(|make| make()).collect(),
+    }
+}
+
+/// Makes one instance of an actor: its cell, its address, its `Init`, and
+/// (for a supervisor made `with_registry`) its registry child.
+fn spawn_from<A: Actor>(
+    core: &mut Core,
+    parent: Option<ParentLink>,
+    settings: Settings,
+    plugins: Vec<Box<dyn Plugin<A>>>,
+    actor: A,
+) -> Result<Address> {
+    let Settings {
+        name,
+        config,
+        supervisor,
+        registry,
+        explicit_registry,
+        register_as,
+    } = settings;
+    let boxed = ActorBox::new(actor, plugins, register_as);
     let seq = core.next_seq();
-    let (address_key, address) = core.create_address_slot(s.name.clone(), seq, None);
-    let rare = (s.config != ActorConfig::default()).then(|| {
+    let rare = (config != ActorConfig::default()).then(|| {
         Box::new(Rare {
-            config: s.config,
+            config,
             ..Rare::default()
         })
     });
-    let cell = ActorCell {
-        actor: Rc::new(RefCell::new(boxed)),
-        address: address.clone(),
-        parent,
-        supervisor: s
-            .supervisor
-            .clone()
-            .map(|c| Box::new(SupervisorState::new(c))),
-        reason: None,
-        registry: s.registry.clone(),
-        rare,
-        state: ActorState::New,
-    };
-    let me = core.actors.insert(cell);
-    if let Some(slot) = core.routes.address_mut(address_key) {
-        slot.owner = me;
-    }
+    let with_registry = supervisor.as_ref().is_some_and(|c| c.registry);
+    let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(c)));
+    // The actor's key first, so that its address is made with its owner.
+    let Core {
+        actors,
+        routes,
+        shared,
+        ..
+    } = core;
+    let mut made = None;
+    let me = actors.insert_with(|me| {
+        routes.add_address(|key| {
+            let address = Address::new(shared.clone(), key, name, seq, None);
+            made = Some(address.clone());
+            AddressInfo { owner: me, address }
+        });
+        ActorCell {
+            actor: Rc::new(RefCell::new(boxed)),
+            address: made.clone().expect("made by add_address"),
+            parent,
+            supervisor,
+            reason: None,
+            registry,
+            rare,
+            state: ActorState::New,
+        }
+    });
+    let address = made.expect("made by add_address");
     tracing::debug!(actor = %address, "spawned");
-    lifecycle::start_lifecycle(core, &address);
-    if s.supervisor.as_ref().is_some_and(|c| c.registry) {
+    start_lifecycle(core, me, &address);
+    if with_registry {
         let registry = Builder::new(core, Some(me), Registry::default())
             .name("registry")
             .finish()?;
         if let Some(cell) = core.actors.get_mut(me) {
             // The new registry serves the descendants; the supervisor itself
             // uses it too, unless it was given one of its own.
-            if !s.explicit_registry {
+            if !explicit_registry {
                 cell.registry = Some(registry.clone());
             }
             if let Some(sup) = cell.supervisor.as_deref_mut() {
@@ -91,6 +142,28 @@ pub(crate) fn spawn_instance<A: Actor>(
         }
     }
     Ok(address)
+}
+
+/// `Init` for a freshly spawned actor (`actor`, at its main `address`):
+/// two keys, a small queue entry per spawn.
+struct InitEnvelope {
+    actor: Key,
+    address: Key,
+}
+
+impl Envelope<Core> for InitEnvelope {
+    fn deliver(self, core: &mut Core) {
+        crate::inspect::step(core, "Init", None, None, self.address);
+        lifecycle::on_init(core, self.actor);
+    }
+}
+
+/// Queues `Init` for the freshly spawned actor `actor` (at `address`).
+fn start_lifecycle(core: &mut Core, actor: Key, address: &Address) {
+    core.enqueue(InitEnvelope {
+        actor,
+        address: address.key(),
+    });
 }
 
 /// A factory that other threads may call: the actor is made where it lives.
@@ -171,10 +244,10 @@ pub(crate) fn spawn_elsewhere<A: Actor>(
 ) -> Result<()> {
     let make = move |core: &mut Core, link: ParentLink| {
         let actor = (factory.lock().unwrap_or_else(PoisonError::into_inner))();
-        spawn_instance(
+        spawn_once(
             core,
             Some(link),
-            &Spec {
+            Spec {
                 settings,
                 plugins: Vec::new(),
             },

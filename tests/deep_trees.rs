@@ -231,3 +231,59 @@ fn a_deep_tree_grown_from_the_inside_with_a_registry_and_a_link_fails_on_a_small
         assert_eq!(l.stats().actors, 0);
     });
 }
+
+/// A leaf that does nothing.
+struct Leaf;
+impl Actor for Leaf {}
+
+#[test]
+fn a_deep_tree_with_leaves_at_every_level_starts_them_and_stops_them_directly_on_a_small_stack() {
+    // Each supervisor's first child is a leaf, its second the next
+    // supervisor: when the chain shuts down, every level asks its leaf by
+    // a direct call (nothing waits in the queue then) and the leaf reports
+    // down the same way. Later, a second leaf under every operational
+    // supervisor confirms its init and is started by direct calls. None of
+    // these calls may nest with the depth of the chain.
+    on_a_small_stack(|| {
+        let mut l = Locality::named("L0");
+        let t0 = l.now();
+        let root = l
+            .spawn_root(Supervisor)
+            .name("s0")
+            .supervisor(SupervisorConfig::default())
+            .finish()
+            .unwrap();
+        let mut supervisors = vec![root.clone()];
+        for level in 1..DEPTH {
+            let parent = supervisors.last().unwrap().clone();
+            l.spawn(&parent, Leaf).name("first").finish().unwrap();
+            let next = l
+                .spawn(&parent, Supervisor)
+                .name(format!("s{level}"))
+                .supervisor(SupervisorConfig::default())
+                .finish()
+                .unwrap();
+            supervisors.push(next);
+        }
+        run(&mut l, t0);
+        assert_eq!(l.state_of(&root), Some(ActorState::Operational));
+        assert_eq!(l.stats().actors, 2 * DEPTH - 1);
+
+        let second: Vec<Address> = supervisors
+            .iter()
+            .map(|s| l.spawn(s, Leaf).name("second").finish().unwrap())
+            .collect();
+        run(&mut l, t0);
+        for leaf in &second {
+            assert_eq!(l.state_of(leaf), Some(ActorState::Operational));
+        }
+        assert_eq!(l.stats().actors, 3 * DEPTH - 1);
+
+        l.shutdown(&root).unwrap();
+        run(&mut l, t0);
+        assert!(l.is_finished());
+        assert!(l.exit_reason().is_some_and(Error::is_normal));
+        let s = l.stats();
+        assert_eq!((s.actors, s.addresses, s.subscriptions), (0, 0, 0));
+    });
+}

@@ -555,9 +555,12 @@ fn a_shutdown_timeout_is_a_contract_violation_that_finishes_the_locality() {
         .shutdown_timeout(Duration::from_millis(10))
         .finish()
         .unwrap();
+    // A supervisor: it is asked to shut down by a message, in a later
+    // dispatch step (a leaf here would be asked by a direct call, at once).
     let child = locality
         .spawn(&root, Probe::new(&log))
         .name("child")
+        .supervisor(SupervisorConfig::default())
         .finish()
         .unwrap();
     locality.run_until_idle(clock.at(0));

@@ -50,7 +50,13 @@ fn spawning_under_an_actor_that_is_not_a_supervisor_fails_with_not_a_supervisor(
 fn spawning_under_a_supervisor_that_is_shutting_down_fails() {
     let clock = Clock::new();
     let (mut locality, root) = root_on_l0();
-    locality.spawn(&root, Idle).finish().unwrap();
+    // A supervisor: it is asked to shut down by a message, in a later
+    // dispatch step (a leaf here would be asked by a direct call, at once).
+    locality
+        .spawn(&root, Idle)
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .unwrap();
     locality.run_until_idle(clock.at(0));
     // Stop between two dispatch steps, while the root waits for its child.
     locality.shutdown(&root).unwrap();

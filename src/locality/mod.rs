@@ -1,6 +1,8 @@
 //! [`Locality`]: the sequential execution context, ready to embed in a mio loop.
 
 mod core;
+#[cfg(test)]
+mod direct_tests;
 pub(crate) mod fire;
 mod handle;
 pub(crate) mod shared;

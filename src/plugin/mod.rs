@@ -154,22 +154,32 @@ pub(crate) fn init_vote(core: &mut Core, me: Key) -> Vote {
     if !crate::supervisor::init_ready(cell) {
         return Vote::Pending;
     }
-    match with_object(core, me, |object, core| object.vote(Phase::Init, core, me)) {
+    if !cell.actor.has_plugins() {
+        return Vote::Ready;
+    }
+    match user_vote(core, me, Phase::Init) {
         Some(Ok(vote)) => vote,
         Some(Err(panic)) => Vote::Failed(panic),
         None => Vote::Pending,
     }
 }
 
+/// The user plugins' vote (out of line: most actors have none, and their
+/// votes need no panic guard).
+#[inline(never)]
+fn user_vote(core: &mut Core, me: Key, phase: Phase) -> Option<Result<Vote, crate::Error>> {
+    with_object(core, me, |object, core| object.vote(phase, core, me))
+}
+
 /// Counts the shutdown votes of actor `me`, in reverse plugin order.
 pub(crate) fn shutdown_vote(core: &mut Core, me: Key) -> Vote {
-    match with_object(core, me, |object, core| {
-        object.vote(Phase::Shutdown, core, me)
-    }) {
-        // A plugin that panics during shutdown is logged and passed over.
-        Some(Ok(Vote::Ready)) | Some(Err(_)) => {}
-        Some(Ok(other)) => return other,
-        None => return Vote::Pending,
+    if core.actors.get(me).is_some_and(|c| c.actor.has_plugins()) {
+        match user_vote(core, me, Phase::Shutdown) {
+            // A plugin that panics during shutdown is logged and passed over.
+            Some(Ok(Vote::Ready)) | Some(Err(_)) => {}
+            Some(Ok(other)) => return other,
+            None => return Vote::Pending,
+        }
     }
     let Some(cell) = core.actors.get(me) else {
         return Vote::Pending;

@@ -1,6 +1,7 @@
 //! Supervisors: actors that own children, compose their lifecycles, and decide
 //! what happens when a child goes down (`restart.rs`).
 
+pub(crate) mod local;
 pub(crate) mod restart;
 
 use crate::actor::{Actor, ActorCell, ActorState};
@@ -131,11 +132,9 @@ pub(crate) struct ChildRecord {
     pub(crate) state: ChildState,
     /// `true` while the child has not confirmed its init.
     pub(crate) initializing: bool,
-    /// Restart policy, factory and history; `None` for a child that is
-    /// never restarted and escalates nothing.
+    /// Restart policy, factory, history and pending restart; `None` for a
+    /// child that is never restarted and escalates nothing.
     pub(crate) supervision: Option<Box<restart::Supervision>>,
-    /// The pending restart, while `Restarting`.
-    pub(crate) restart_timer: Option<Key>,
 }
 
 impl ChildRecord {
@@ -274,8 +273,16 @@ pub(crate) fn start_children(core: &mut Core, me: Key) {
 /// waiting for its restart is let go at once. (A child whose remote spawn is
 /// under way is asked when it reports in.)
 pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
-    let Some(sup) = sup_mut(core, me) else { return };
-    let mut to_stop = Vec::new();
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
+    // The requests may go as direct calls unless the supervisor has
+    // linked clients to ask next (theirs would have come after).
+    let direct = cell.plugins_ref().is_none_or(|p| p.clients.is_empty());
+    let Some(sup) = cell.supervisor.as_deref_mut() else {
+        return;
+    };
+    let mut to_stop = Vec::with_capacity(sup.children.len());
     let mut timers = Vec::new();
     // Once per supervisor: every child is visited, and the children still
     // initializing are counted again on the way (restarting ones are dropped).
@@ -285,13 +292,18 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
         match record.state {
             ChildState::ShuttingDown => {}
             ChildState::Restarting => {
-                timers.extend(record.restart_timer.take());
+                timers.extend(
+                    record
+                        .supervision
+                        .as_deref_mut()
+                        .and_then(|s| s.timer.take()),
+                );
                 return false;
             }
             _ => {
                 record.state = ChildState::ShuttingDown;
-                if let Some(address) = &record.address {
-                    to_stop.push((slot, address.clone()));
+                if record.address.is_some() {
+                    to_stop.push(slot);
                 }
             }
         }
@@ -302,19 +314,39 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     for timer in timers {
         core.cancel_timer(timer);
     }
-    for (slot, address) in to_stop {
+    for slot in to_stop {
         let reason = Error::new(ErrorCode::SupervisorShutdown);
-        stop_child(core, me, slot, &address, reason);
+        stop_child(core, me, slot, reason, direct);
     }
 }
 
-/// Asks the child at `address` (in `slot`) to shut down. If its locality is
-/// gone, so is the child: the supervisor sends itself the child's
-/// `ChildDown` (`LocalityLost`, naming the locality) through its own inbox,
-/// behind whatever the child sent before its locality closed, so a real
-/// `ChildDown` comes first and the stand-in is then ignored.
-fn stop_child(core: &mut Core, me: Key, slot: usize, address: &Address, reason: Error) {
-    if core.send_system(address, SystemMsg::ShutdownRequest { reason }) {
+/// Asks the child in `slot` to shut down: by a direct call
+/// if `direct` allows and it is a leaf here (`local::stop_leaf`), else by
+/// a message. If its locality is gone, so is the child: the supervisor
+/// sends itself the child's `ChildDown` (`LocalityLost`, naming the
+/// locality) through its own inbox, behind whatever the child sent before
+/// its locality closed, so a real `ChildDown` comes first and the stand-in
+/// is then ignored.
+fn stop_child(core: &mut Core, me: Key, slot: usize, reason: Error, direct: bool) {
+    // The record is looked up again after a direct call: the child is gone
+    // at once (and its record), and the supervisor once its last child is.
+    fn address(core: &mut Core, me: Key, slot: usize) -> Option<&Address> {
+        sup_mut(core, me)?.children.get(slot)?.address.as_ref()
+    }
+    let Some(child) = address(core, me, slot).map(ChildId::of) else {
+        return;
+    };
+    let reason = match direct {
+        true => match local::stop_leaf(core, child, reason) {
+            Ok(()) => return,
+            Err(reason) => reason,
+        },
+        false => reason,
+    };
+    let Some(address) = address(core, me, slot).cloned() else {
+        return;
+    };
+    if core.send_system(&address, SystemMsg::ShutdownRequest { reason }) {
         return;
     }
     let Some(dest) = core.actors.get(me).map(|cell| cell.address.key()) else {
@@ -324,7 +356,7 @@ fn stop_child(core: &mut Core, me: Key, slot: usize, address: &Address, reason: 
     tracing::warn!(child = %address, reason = %lost, "a child's locality is gone");
     let msg = SystemMsg::ChildDown {
         slot,
-        child: ChildId::of(address),
+        child,
         reason: lost,
         restart: false,
     };
@@ -351,11 +383,8 @@ pub(crate) fn on_child_shutdown_trigger(
         return;
     }
     record.state = ChildState::ShuttingDown;
-    let address = record.address.clone();
     sup.held.remove(&slot);
-    if let Some(address) = address {
-        stop_child(core, me, slot, &address, reason);
-    }
+    stop_child(core, me, slot, reason, true);
 }
 
 /// A child spawned on another locality reports its address (or its failure
@@ -375,7 +404,7 @@ pub(crate) fn on_child_spawned(
             record.address = Some(address.clone());
             if record.state == ChildState::ShuttingDown {
                 let reason = Error::new(ErrorCode::SupervisorShutdown);
-                stop_child(core, me, slot, &address, reason);
+                stop_child(core, me, slot, reason, false);
             }
         }
         Err(reason) => restart::on_child_lost(core, me, slot, reason),

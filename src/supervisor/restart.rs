@@ -78,6 +78,8 @@ pub(crate) struct Supervision {
     respawn: Option<Respawn>,
     /// When the recent restarts happened (within the period).
     history: VecDeque<Instant>,
+    /// The pending restart, while the child is `Restarting`.
+    pub(crate) timer: Option<Key>,
 }
 
 /// The supervisor's decision about a child that went down.
@@ -93,6 +95,7 @@ impl Supervision {
             config,
             respawn,
             history: VecDeque::new(),
+            timer: None,
         }
     }
 
@@ -136,9 +139,9 @@ impl Supervision {
 }
 
 /// A child's address for messages, formatted only when one is written.
-struct ChildLabel(Option<Address>);
+struct ChildLabel<A = Address>(Option<A>);
 
-impl std::fmt::Display for ChildLabel {
+impl<A: std::fmt::Display> std::fmt::Display for ChildLabel<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.0 {
             Some(address) => write!(f, "{address}"),
@@ -169,12 +172,12 @@ pub(crate) fn on_child_lost(core: &mut Core, me: Key, slot: usize, reason: Error
     child_gone(core, me, slot, reason, false);
 }
 
-fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool) {
+pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool) {
     let now = core.now;
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let (my_state, my_address) = (cell.state, cell.address.clone());
+    let (my_state, my_address) = (cell.state, &cell.address);
     let Some(sup) = cell.supervisor.as_deref_mut() else {
         return;
     };
@@ -182,8 +185,10 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
     let Some(record) = sup.children.get_mut(slot) else {
         return;
     };
-    sup.held.remove(&slot);
-    let child = ChildLabel(record.address.clone());
+    if !sup.held.is_empty() {
+        sup.held.remove(&slot);
+    }
+    let child = ChildLabel(record.address.as_ref());
     tracing::debug!(supervisor = %my_address, %child, reason = reason.as_dyn_error(), "child down");
     let failed_init = record.initializing;
     if failed_init {
@@ -194,6 +199,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
         sup.children.remove(slot);
         return lifecycle::try_shutdown(core, me);
     }
+    let (my_address, child) = (my_address.clone(), ChildLabel(record.address.clone()));
     if failed_init && !reason.is_normal() && init_policy == InitFailurePolicy::ShutdownSupervisor {
         sup.children.remove(slot);
         // Still counted as initializing: the shutdown asked for below comes
@@ -217,8 +223,11 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
             record.initializing = true;
             sup.initializing += 1;
             let timer = core.start_timer(delay, me, TimerAction::Restart { slot });
-            if let Some(record) = sup_mut(core, me).and_then(|s| s.children.get_mut(slot)) {
-                record.restart_timer = Some(timer);
+            if let Some(supervision) = sup_mut(core, me)
+                .and_then(|s| s.children.get_mut(slot))
+                .and_then(|r| r.supervision.as_deref_mut())
+            {
+                supervision.timer = Some(timer);
             }
         }
         Decision::GiveUp(limit) => {
@@ -312,12 +321,11 @@ pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize) {
     if record.state != ChildState::Restarting {
         return;
     }
-    record.restart_timer = None;
-    let Some(mut respawn) = record
-        .supervision
-        .as_deref_mut()
-        .and_then(|s| s.respawn.take())
-    else {
+    let Some(supervision) = record.supervision.as_deref_mut() else {
+        return;
+    };
+    supervision.timer = None;
+    let Some(mut respawn) = supervision.respawn.take() else {
         return;
     };
     // The factory is user code: a panic there is a failed restart.

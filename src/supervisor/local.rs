@@ -1,0 +1,177 @@
+//! Lifecycle steps between a leaf (an actor that is not a supervisor) and
+//! its supervisor on the same locality, taken by a direct call instead of a
+//! framework message when that changes nothing anyone could see, or only
+//! what the lifecycle leaves open:
+//!
+//! - **Init confirmation and start**: a leaf that finishes its init under an
+//!   operational supervisor here confirms and is started at once, in the
+//!   same dispatch step (no `InitConfirm`, no `Start`). Messages already
+//!   queued for it then reach it OPERATIONAL rather than INITIALIZED.
+//! - **Shutdown request**: a supervisor asks a leaf here to shut down by a
+//!   direct call when nothing waits in the queue (the message would have
+//!   been the next one delivered) and, during its own shutdown, when it has
+//!   no linked clients to ask (their `UnlinkRequest`s would have come
+//!   after). Once one request has gone as a message, the queue is no longer
+//!   empty, so the leaf's later siblings go by message too, in order.
+//! - **Child down**: a leaf that finished its shutdown tells its supervisor
+//!   here by a direct call when nothing waits in the queue.
+//!
+//! Each direct step is shown by inspection (level 2) as the message it
+//! stands for, when it happens. Only leaves take these steps, and a step
+//! never calls on to the supervisor's own supervisor (a supervisor's
+//! confirmation, start and `ChildDown` always go as messages), so the calls
+//! nest a bounded number of levels whatever the depth of the tree. A direct
+//! call never runs the code of an actor whose hook or handler is running
+//! (its cell is borrowed): then the message goes as before.
+
+use crate::actor::{ActorCell, ActorState, ParentLink};
+use crate::address::Address;
+use crate::arena::Key;
+use crate::error::Error;
+use crate::lifecycle;
+use crate::locality::Core;
+use crate::supervisor::{ChildId, ChildState, restart, start_children};
+use std::sync::Arc;
+
+/// The actor that owns `address`, if it lives here.
+fn local_owner(core: &Core, address: &Address) -> Option<Key> {
+    if address.locality_id() != core.id() {
+        return None;
+    }
+    core.routes.address(address.key()).map(|slot| slot.owner)
+}
+
+/// `true` if `cell` is a leaf none of whose code runs now.
+fn idle_leaf(cell: &ActorCell) -> bool {
+    cell.supervisor.is_none() && !cell.actor.busy()
+}
+
+/// Leaf `me` has initialized: if its supervisor lives here and is
+/// operational, confirm by a direct call, and be started at once unless a
+/// synchronized start holds it. `false`: nothing was done, send
+/// `InitConfirm`.
+pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
+    let Some(cell) = core.actors.get(me) else {
+        return false;
+    };
+    let Some(parent) = cell.parent.as_ref().filter(|_| idle_leaf(cell)) else {
+        return false;
+    };
+    // The supervisor's record of this child holds a clone of its address:
+    // the same allocation, alive while this cell is (no need to read it).
+    let mine = Arc::as_ptr(&cell.address.0);
+    let (slot, sup_address) = (parent.slot, parent.address.key());
+    let Some(sup_key) = local_owner(core, &parent.address) else {
+        return false;
+    };
+    let Some(sup_cell) = core.actors.get_mut(sup_key) else {
+        return false;
+    };
+    if sup_cell.state != ActorState::Operational {
+        return false;
+    }
+    let Some(sup) = sup_cell.supervisor.as_deref_mut() else {
+        return false;
+    };
+    let Some(record) = sup.children.get_mut(slot).filter(|r| {
+        r.address
+            .as_ref()
+            .is_some_and(|a| std::ptr::eq(Arc::as_ptr(&a.0), mine))
+    }) else {
+        return false;
+    };
+    if record.state != ChildState::Initializing {
+        return false;
+    }
+    record.state = ChildState::Initialized;
+    record.initializing = false;
+    sup.initializing -= 1;
+    let synchronized = sup.config.synchronize_start;
+    if synchronized {
+        sup.held.insert(slot);
+    } else {
+        record.state = ChildState::Started;
+    }
+    let my_address = match core.inspect.level >= 2 {
+        true => core.actors.get(me).map(|c| c.address.key()),
+        false => None,
+    };
+    if let Some(my_address) = my_address {
+        crate::inspect::step(core, "InitConfirm", None, Some(my_address), sup_address);
+    }
+    if synchronized {
+        start_children(core, sup_key);
+    } else {
+        if let Some(my_address) = my_address {
+            crate::inspect::step(core, "Start", None, None, my_address);
+        }
+        lifecycle::on_start(core, me);
+    }
+    true
+}
+
+/// A child whose supervisor asks it to shut down: if it is a leaf here and
+/// nothing waits in the queue, does it by a direct call. `Err` gives the
+/// reason back: send `ShutdownRequest`.
+pub(crate) fn stop_leaf(core: &mut Core, child: ChildId, reason: Error) -> Result<(), Error> {
+    if !core.queue.is_empty() {
+        return Err(reason);
+    }
+    let Some(address) = child.local_key(core.id()) else {
+        return Err(reason);
+    };
+    let Some(actor) = core.routes.address(address).map(|slot| slot.owner) else {
+        return Err(reason);
+    };
+    if !core.actors.get(actor).is_some_and(idle_leaf) {
+        return Err(reason);
+    }
+    let code = reason.code();
+    crate::inspect::step(core, "ShutdownRequest", Some(code), None, address);
+    lifecycle::on_shutdown_request(core, actor, reason);
+    Ok(())
+}
+
+/// Leaf `child` (removed: the locality holds it no more) has shut down:
+/// tells its supervisor here by a direct call if nothing waits in the
+/// queue and none of the supervisor's code runs. `Err` gives the reason
+/// back: send `ChildDown`.
+pub(crate) fn report_down(
+    core: &mut Core,
+    parent: &ParentLink,
+    child: ChildId,
+    reason: Error,
+    restart: bool,
+) -> Result<(), Error> {
+    if !core.queue.is_empty() {
+        return Err(reason);
+    }
+    let Some(sup_key) = local_owner(core, &parent.address) else {
+        return Err(reason);
+    };
+    let Some(sup_cell) = core.actors.get_mut(sup_key) else {
+        return Err(reason);
+    };
+    if sup_cell.actor.busy() {
+        return Err(reason);
+    }
+    if sup_cell
+        .supervisor
+        .as_deref_mut()
+        .and_then(|s| s.child_mut(parent.slot, child))
+        .is_none()
+    {
+        return Err(reason);
+    }
+    let code = reason.code();
+    let child_key = child.local_key(core.id());
+    crate::inspect::step(
+        core,
+        "ChildDown",
+        Some(code),
+        child_key,
+        parent.address.key(),
+    );
+    restart::child_gone(core, sup_key, parent.slot, reason, restart);
+    Ok(())
+}
