@@ -68,7 +68,8 @@ pub(crate) struct AddressInner {
     pub(crate) key: Key,
     pub(crate) actor: Cow<'static, str>,
     pub(crate) seq: u64,
-    pub(crate) identity: Option<Cow<'static, str>>,
+    /// The label of an identity (boxed: most addresses are main addresses).
+    pub(crate) identity: Option<Box<Cow<'static, str>>>,
 }
 
 impl Address {
@@ -85,7 +86,7 @@ impl Address {
             key,
             actor,
             seq,
-            identity,
+            identity: identity.map(Box::new),
         }))
     }
 

@@ -421,7 +421,7 @@ mod sizes {
             "{}",
             size_of::<crate::actor::ActorCell>()
         );
-        assert!(size_of::<crate::address::AddressInner>() <= 80);
+        assert!(size_of::<crate::address::AddressInner>() <= 64);
         assert_eq!(
             size_of::<crate::error::Error>(),
             16,
