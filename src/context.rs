@@ -199,11 +199,18 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// In `shutdown_finish`, `true` (and a warning) for a `call` that then
     /// does nothing.
+    #[inline(always)]
     fn ignored(&self, call: &str) -> bool {
         if self.finishing {
-            tracing::warn!(actor = %self.address(), call, "ignored: called in shutdown_finish");
+            self.warn_ignored(call);
         }
         self.finishing
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn warn_ignored(&self, call: &str) {
+        tracing::warn!(actor = %self.address(), call, "ignored: called in shutdown_finish");
     }
 
     fn cell(&self) -> &crate::actor::ActorCell {
