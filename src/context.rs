@@ -4,7 +4,7 @@ use crate::actor::{Actor, ActorState, with_actor};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::builder::Builder;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Result, SendError};
 use crate::lifecycle::{self, SystemMsg};
 use crate::locality::Core;
 use crate::request::{self, Request, RequestId, RequestMsg};
@@ -160,8 +160,25 @@ impl<'a, A: Actor> Context<'a, A> {
     ///
     /// Messages from one sender to one address arrive in the order sent.
     /// A message nobody is subscribed to when it arrives is dropped (and counted).
+    /// It never blocks: a message for another locality whose inbox is full
+    /// is dropped and counted in [`Stats::dropped_full`](crate::Stats::dropped_full)
+    /// (use [`try_send`](Context::try_send) to keep it).
     pub fn send<M: Send + 'static>(&mut self, to: &Address, message: M) {
         self.core.send(to, self.me, message);
+    }
+
+    /// As [`send`](Context::send), but a message another locality refuses
+    /// ([`ErrorCode::InboxFull`], [`ErrorCode::LocalityFinished`]) is handed
+    /// back, not counted. A send to this locality always succeeds.
+    pub fn try_send<M: Send + 'static>(&mut self, to: &Address, m: M) -> Result<(), SendError<M>> {
+        if to.locality_id() == self.core.id() {
+            self.core.send(to, self.me, m);
+            return Ok(());
+        }
+        let sent = to.0.locality.post_user(to.key(), Key::REMOTE, m);
+        let outcome = ["to another locality", "handed back"][sent.is_err() as usize];
+        crate::inspect::forwarded::<M>(self.core, self.me, to, outcome);
+        sent
     }
 
     /// Subscribes `handler` to messages of type `M` on the actor's main address.

@@ -100,6 +100,12 @@ pub enum ErrorCode {
     /// An I/O error from the operating system.
     #[error("I/O error")]
     Io,
+    /// Outcome: the inbox of the destination's locality is full (see
+    /// [`Locality::set_inbox_capacity`](crate::Locality::set_inbox_capacity));
+    /// the message was not accepted. Try again later, or wait with
+    /// [`Address::send_blocking`](crate::Address::send_blocking).
+    #[error("inbox full")]
+    InboxFull,
 }
 
 impl ErrorCode {

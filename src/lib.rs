@@ -327,7 +327,8 @@ pub use context::{Context, Discovery, SubscriptionId};
 pub use error::{Error, ErrorCode, Result, SendError};
 pub use io::{Io, IoGuard, IoId};
 pub use locality::{
-    DEFAULT_BUDGET, Locality, LocalityHandle, RESERVED_TOKENS, Stats, ViolationAction,
+    DEFAULT_BUDGET, DEFAULT_INBOX_CAPACITY, Locality, LocalityHandle, MAX_INBOX_CAPACITY,
+    RESERVED_TOKENS, Stats, ViolationAction,
 };
 pub use plugin::{Plugin, Vote};
 pub use registry::{Deregister, Discover, Register, Registry};

@@ -128,6 +128,11 @@ impl System {
         self.locality.spawn_on(locality, supervisor, factory)
     }
 
+    /// See [`Locality::set_inbox_capacity`].
+    pub fn set_inbox_capacity(&mut self, capacity: usize) -> Result<()> {
+        self.locality.set_inbox_capacity(capacity)
+    }
+
     /// See [`Locality::send`].
     pub fn send<M: Send + 'static>(
         &mut self,

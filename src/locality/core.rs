@@ -107,7 +107,8 @@ impl Core {
         self.queue.push(envelope);
     }
 
-    /// Sends a user message: queued here, or posted to the address's locality.
+    /// Sends a user message: queued here, or posted to the address's
+    /// locality (dropped and counted if that one is full or finished).
     pub(crate) fn send<M: Send + 'static>(&mut self, to: &Address, sender: Key, message: M) {
         if to.locality_id() == self.id() {
             self.queue.push(UserEnvelope {
@@ -115,15 +116,17 @@ impl Core {
                 sender,
                 message,
             });
-        } else {
-            let accepted =
-                to.0.locality
-                    .post_user(to.key(), Key::REMOTE, message)
-                    .is_ok();
-            if !accepted {
+        } else if let Err(refused) = to.0.locality.post_user(to.key(), Key::REMOTE, message) {
+            let outcome = if refused.error.code() == crate::ErrorCode::InboxFull {
+                self.stats.dropped_full += 1;
+                "dropped (inbox full)"
+            } else {
                 self.stats.dropped_closed += 1;
-            }
-            crate::inspect::forwarded::<M>(self, sender, to, accepted);
+                "dropped (locality finished)"
+            };
+            crate::inspect::forwarded::<M>(self, sender, to, outcome);
+        } else {
+            crate::inspect::forwarded::<M>(self, sender, to, "to another locality");
         }
     }
 
@@ -315,12 +318,27 @@ impl Core {
         self.finished
     }
 
+    /// Moves mail from the inbox into the queue: all framework traffic,
+    /// then user messages until `DRAIN_BATCH` user items wait in the queue
+    /// (the rest stays in the inbox, so what comes later does not wait
+    /// behind a whole backlog).
     pub(super) fn drain_mail(&mut self) {
-        if !self.shared.has_mail() {
-            return;
+        if self.shared.has_mail() {
+            let room = super::inbox::DRAIN_BATCH.saturating_sub(self.queue.len());
+            self.localize_mail(room);
         }
+    }
+
+    /// Moves all mail from the inbox into the queue.
+    pub(super) fn drain_all_mail(&mut self) {
+        if self.shared.has_mail() {
+            self.localize_mail(usize::MAX);
+        }
+    }
+
+    fn localize_mail(&mut self, user_limit: usize) {
         let mut mail = std::mem::take(&mut self.mail);
-        self.shared.take_mail(&mut mail);
+        self.shared.take_mail(&mut mail, user_limit);
         for item in mail.drain(..) {
             item.localize(self);
         }

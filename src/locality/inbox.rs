@@ -1,0 +1,345 @@
+//! The cross-thread inbox of a locality: two lock-free lanes (std's
+//! `mpsc`), a bound on user traffic, and a place for producers to wait.
+//!
+//! - The *urgent* lane carries framework traffic (lifecycle messages, spawn
+//!   requests): never refused for being full, drained first.
+//! - The *user* lane carries user messages (bounded: at most the capacity
+//!   posted and not yet drained) and replies (never refused: one per
+//!   request, and the request was counted).
+//!
+//! One atomic word counts what was admitted and not yet drained, per lane,
+//! and says whether the inbox is closed. A sender is admitted (the count goes
+//! up) *before* it pushes, and the receiver counts down only what it took,
+//! so the count never misses an item on its way: the locality can close when
+//! the count is zero, atomically, and nothing posted meanwhile is lost.
+//! Nothing here takes a lock per message; the receiver's lanes sit behind a
+//! mutex that only the locality's own thread takes, once per drain.
+
+use super::shared::Remote;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+/// How many user messages from other threads (and from actors of other
+/// localities) a locality's inbox holds, by default, before it refuses more.
+pub const DEFAULT_INBOX_CAPACITY: usize = 1 << 16;
+
+/// The largest inbox capacity; larger settings are taken as this one.
+pub const MAX_INBOX_CAPACITY: usize = 1 << 31;
+
+/// At most this many user messages wait in the local queue after a drain:
+/// the rest stays in the inbox, so that framework traffic drained later
+/// does not queue behind a whole backlog.
+pub(crate) const DRAIN_BATCH: usize = 1024;
+
+/// One user-lane item in the count (bits 0..32).
+const USER: u64 = 1;
+/// One urgent-lane item in the count (bits 32..63).
+const URGENT: u64 = 1 << 32;
+const USER_MASK: u64 = URGENT - 1;
+const CLOSED: u64 = 1 << 63;
+
+/// Why an item was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    Closed,
+    Full,
+}
+
+thread_local! {
+    /// Localities made on this thread and not yet closed: a thread that
+    /// runs one must not block waiting for an inbox to drain.
+    static LOCALITIES_HERE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// `true` if the calling thread holds a locality that has not finished.
+pub(crate) fn runs_a_locality() -> bool {
+    LOCALITIES_HERE.try_with(Cell::get).unwrap_or(0) > 0
+}
+
+/// An item in a lane. Dropped unopened (the lanes dropped at close, with
+/// whatever a racing sender pushed last), it refuses itself: whoever waits
+/// for an answer gets one.
+struct Mail(Option<Box<dyn Remote>>);
+
+impl Mail {
+    fn open(mut self) -> Box<dyn Remote> {
+        self.0.take().expect("mail is made full and opened once")
+    }
+}
+
+impl Drop for Mail {
+    fn drop(&mut self) {
+        if let Some(item) = self.0.take() {
+            item.refuse();
+        }
+    }
+}
+
+struct Lanes {
+    urgent: Receiver<Mail>,
+    user: Receiver<Mail>,
+}
+
+/// What senders and the receiver both write, on a cache line of its own.
+#[repr(align(128))]
+struct Hot {
+    /// Admitted and not yet drained, per lane; and `CLOSED`.
+    state: AtomicU64,
+    capacity: AtomicUsize,
+    /// Mail may be waiting (set by senders after their push, cleared by a drain).
+    wake_pending: AtomicBool,
+    /// The loop may be blocked in `poll`: senders must use the waker.
+    parked: AtomicBool,
+    /// Producers waiting for room.
+    waiting: AtomicUsize,
+}
+
+pub(crate) struct Inbox {
+    hot: Hot,
+    urgent: Sender<Mail>,
+    user: Sender<Mail>,
+    /// `None` once closed. Only the locality's thread takes this lock.
+    lanes: Mutex<Option<Lanes>>,
+    /// Counted on this thread's `LOCALITIES_HERE` until closed.
+    counted: AtomicBool,
+    room: Mutex<()>,
+    room_made: Condvar,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while these locks are held; a poisoned one is intact.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Inbox {
+    /// A new, open inbox, counted as a locality of the calling thread.
+    pub(crate) fn new() -> Inbox {
+        let (urgent, urgent_rx) = channel();
+        let (user, user_rx) = channel();
+        let _ = LOCALITIES_HERE.try_with(|n| n.set(n.get() + 1));
+        Inbox {
+            hot: Hot {
+                state: AtomicU64::new(0),
+                capacity: AtomicUsize::new(DEFAULT_INBOX_CAPACITY),
+                wake_pending: AtomicBool::new(false),
+                parked: AtomicBool::new(true),
+                waiting: AtomicUsize::new(0),
+            },
+            urgent,
+            user,
+            lanes: Mutex::new(Some(Lanes {
+                urgent: urgent_rx,
+                user: user_rx,
+            })),
+            counted: AtomicBool::new(true),
+            room: Mutex::new(()),
+            room_made: Condvar::new(),
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.hot.capacity.load(SeqCst)
+    }
+
+    /// Sets the bound (1 ..= `MAX_INBOX_CAPACITY`, checked by the caller).
+    pub(crate) fn set_capacity(&self, capacity: usize) {
+        self.hot.capacity.store(capacity, SeqCst);
+        self.notify_waiting();
+    }
+
+    /// User messages admitted and not yet drained (zero once closed).
+    pub(crate) fn user_len(&self) -> usize {
+        let state = self.hot.state.load(SeqCst);
+        if state & CLOSED != 0 {
+            0
+        } else {
+            (state & USER_MASK) as usize
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.hot.state.load(SeqCst) & CLOSED != 0
+    }
+
+    /// Admits one user message if there is room.
+    fn admit_user(&self) -> Result<(), Refused> {
+        let capacity = self.hot.capacity.load(SeqCst) as u64;
+        let mut state = self.hot.state.load(SeqCst);
+        loop {
+            if state & CLOSED != 0 {
+                return Err(Refused::Closed);
+            }
+            if state & USER_MASK >= capacity {
+                return Err(Refused::Full);
+            }
+            match self
+                .hot
+                .state
+                .compare_exchange_weak(state, state + USER, SeqCst, SeqCst)
+            {
+                Ok(_) => return Ok(()),
+                Err(now) => state = now,
+            }
+        }
+    }
+
+    /// Admits traffic that is never refused for room: `false` if closed.
+    fn admit_always(&self, one: u64) -> bool {
+        // Once closed, the count no longer matters: no need to take it back.
+        self.hot.state.fetch_add(one, SeqCst) & CLOSED == 0
+    }
+
+    fn push(lane: &Sender<Mail>, item: Box<dyn Remote>) -> Result<(), Box<dyn Remote>> {
+        // Fails only if the lanes were dropped (closed since admission):
+        // the item comes back unopened, not refused.
+        lane.send(Mail(Some(item))).map_err(|e| e.0.open())
+    }
+
+    /// Posts a user message, bounded by the capacity; hands it back if refused.
+    pub(crate) fn post_user(
+        &self,
+        item: Box<dyn Remote>,
+    ) -> Result<(), (Refused, Box<dyn Remote>)> {
+        if let Err(why) = self.admit_user() {
+            return Err((why, item));
+        }
+        Inbox::push(&self.user, item).map_err(|item| (Refused::Closed, item))
+    }
+
+    /// Posts a reply: user lane (in order with user messages), never full.
+    pub(crate) fn post_reply(&self, item: Box<dyn Remote>) -> bool {
+        self.admit_always(USER) && Inbox::push(&self.user, item).is_ok()
+    }
+
+    /// Posts framework traffic: urgent lane, never full.
+    pub(crate) fn post_urgent(&self, item: Box<dyn Remote>) -> bool {
+        self.admit_always(URGENT) && Inbox::push(&self.urgent, item).is_ok()
+    }
+
+    /// Moves everything urgent and at most `user_limit` user items into `into`,
+    /// urgent first, each lane in the order posted.
+    pub(crate) fn take(&self, into: &mut Vec<Box<dyn Remote>>, user_limit: usize) {
+        self.hot.wake_pending.store(false, SeqCst);
+        let (mut urgent, mut user) = (0u64, 0usize);
+        let mut more = false;
+        {
+            let lanes = lock(&self.lanes);
+            let Some(lanes) = lanes.as_ref() else {
+                return;
+            };
+            while let Ok(mail) = lanes.urgent.try_recv() {
+                into.push(mail.open());
+                urgent += 1;
+            }
+            while user < user_limit {
+                let Ok(mail) = lanes.user.try_recv() else {
+                    break;
+                };
+                into.push(mail.open());
+                user += 1;
+            }
+            if user == user_limit {
+                more = true;
+            }
+        }
+        if urgent + user as u64 > 0 {
+            self.hot
+                .state
+                .fetch_sub(urgent * URGENT + user as u64 * USER, SeqCst);
+        }
+        if more {
+            // What is left is drained next time, without a wake-up.
+            self.hot.wake_pending.store(true, SeqCst);
+        }
+        if user > 0 {
+            self.notify_waiting();
+        }
+    }
+
+    fn notify_waiting(&self) {
+        if self.hot.waiting.load(SeqCst) > 0 {
+            // Taking the lock orders us after a producer that saw no room
+            // and is about to wait: it is waiting by the time we notify.
+            drop(lock(&self.room));
+            self.room_made.notify_all();
+        }
+    }
+
+    /// Blocks until the user lane may have room (or the inbox is closed);
+    /// `false` if `deadline` passed first.
+    pub(crate) fn wait_for_room(&self, deadline: Option<Instant>) -> bool {
+        let mut guard = lock(&self.room);
+        self.hot.waiting.fetch_add(1, SeqCst);
+        let made = loop {
+            let state = self.hot.state.load(SeqCst);
+            if state & CLOSED != 0 || state & USER_MASK < self.hot.capacity.load(SeqCst) as u64 {
+                break true;
+            }
+            guard = match deadline {
+                None => self
+                    .room_made
+                    .wait(guard)
+                    .unwrap_or_else(PoisonError::into_inner),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break false;
+                    }
+                    self.room_made
+                        .wait_timeout(guard, deadline - now)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
+        };
+        self.hot.waiting.fetch_sub(1, SeqCst);
+        made
+    }
+
+    /// Closes the inbox if nothing was admitted and not drained (at once, so
+    /// that nothing posted meanwhile is lost); `false` if something was.
+    pub(crate) fn close_if_empty(&self) -> bool {
+        match self.hot.state.compare_exchange(0, CLOSED, SeqCst, SeqCst) {
+            Ok(_) => true,
+            Err(state) => state & CLOSED != 0,
+        }
+    }
+
+    /// Refuses everything from now on, and refuses what is left (dropping
+    /// the lanes drops their items, which refuse themselves). Called on the
+    /// locality's own thread.
+    pub(crate) fn close(&self) {
+        self.hot.state.fetch_or(CLOSED, SeqCst);
+        let lanes = lock(&self.lanes).take();
+        drop(lanes);
+        if self.counted.swap(false, SeqCst) {
+            let _ = LOCALITIES_HERE.try_with(|n| n.set(n.get().saturating_sub(1)));
+        }
+        self.notify_waiting();
+    }
+
+    /// `true` if something may be waiting (senders set it after pushing).
+    pub(crate) fn has_mail(&self) -> bool {
+        self.hot.wake_pending.load(SeqCst)
+    }
+
+    /// Sets the mail flag; `true` if this call set it and the loop may be
+    /// blocked in `poll` (the caller must then use the waker).
+    pub(crate) fn flag_mail(&self) -> bool {
+        // A plain load first: with a wake already pending (a busy receiver),
+        // the sender skips the read-modify-write.
+        !self.hot.wake_pending.load(SeqCst)
+            && !self.hot.wake_pending.swap(true, SeqCst)
+            && self.hot.parked.load(SeqCst)
+    }
+
+    /// The loop is running (`false`) or about to block (`true`). Returns,
+    /// when parking, whether mail came meanwhile (then it must not block).
+    pub(crate) fn set_parked(&self, parked: bool) -> bool {
+        self.hot.parked.store(parked, SeqCst);
+        parked && self.hot.wake_pending.load(SeqCst)
+    }
+}
