@@ -10,7 +10,7 @@ use commutator::prelude::*;
 use std::alloc::{GlobalAlloc, Layout, System as SystemAlloc};
 use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 const N_PINGPONG: u64 = 10_000_000;
@@ -37,22 +37,32 @@ fn n<T: From<u16> + std::ops::Div<Output = T>>(count: T) -> T {
 // ---------------- a counting allocator ----------------
 
 struct Counting;
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+
+thread_local! {
+    // Per thread, so that counting does not make two threads that allocate
+    // and free each other's messages (w5) share a cache line they would not
+    // share without it. The single-threaded workloads read the main thread's.
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    static LIVE_BYTES: Cell<isize> = const { Cell::new(0) };
+}
+
+fn count(allocations: u64, bytes: isize) {
+    // `try_with`: an allocation during thread teardown is not counted.
+    let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + allocations));
+    let _ = LIVE_BYTES.try_with(|l| l.set(l.get() + bytes));
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
-        LIVE_BYTES.fetch_add(layout.size() as isize, Relaxed);
+        count(1, layout.size() as isize);
         unsafe { SystemAlloc.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE_BYTES.fetch_sub(layout.size() as isize, Relaxed);
+        count(0, -(layout.size() as isize));
         unsafe { SystemAlloc.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Relaxed);
-        LIVE_BYTES.fetch_add(new_size as isize - layout.size() as isize, Relaxed);
+        count(1, new_size as isize - layout.size() as isize);
         unsafe { SystemAlloc.realloc(ptr, layout, new_size) }
     }
 }
@@ -84,13 +94,13 @@ fn report(workload: &str, count: u64, secs: f64) {
 fn timed<M: Send + 'static>(workload: &str, count: u64, mut system: System, to: &Address, kick: M) {
     system.locality().run_until_idle(Instant::now());
     DONE.with(|d| d.set(None));
-    let allocations = ALLOCATIONS.load(Relaxed);
+    let allocations = ALLOCATIONS.with(Cell::get);
     let t0 = Instant::now();
     system.send(to, kick).map_err(|e| e.error).expect("kick");
     system.run().expect("run");
     // w4 times its whole run (spawn, start, shutdown); the others stop at `done`.
     let end = DONE.with(Cell::get).unwrap_or_else(Instant::now);
-    let whole = (ALLOCATIONS.load(Relaxed) - allocations) as f64 / count as f64;
+    let whole = (ALLOCATIONS.with(Cell::get) - allocations) as f64 / count as f64;
     report(workload, count, end.duration_since(t0).as_secs_f64());
     eprintln!(
         "alloc {workload}: {whole:.4} allocations per message (whole run, shutdown included)"
@@ -145,13 +155,13 @@ impl Player {
 
 fn pingpong(workload: &str, idle: usize) {
     let (mut system, root) = new_system(Supervisor);
-    let live = LIVE_BYTES.load(Relaxed);
+    let live = LIVE_BYTES.with(Cell::get);
     for _ in 0..idle {
         system.spawn(&root, Idle).finish().expect("idle");
     }
     system.locality().run_until_idle(Instant::now());
     if idle > 0 {
-        let per_actor = (LIVE_BYTES.load(Relaxed) - live) as f64 / idle as f64;
+        let per_actor = (LIVE_BYTES.with(Cell::get) - live) as f64 / idle as f64;
         eprintln!(
             "alloc {workload}: {idle} idle actors with a subscription each, {per_actor:.0} bytes per idle actor"
         );
@@ -395,6 +405,9 @@ thread_local! {
     static STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
+/// Messages in flight in `w5_pipelined`.
+const WINDOW: u64 = 1_000;
+
 /// Finds the player on L1, then starts the game (and the clock).
 struct Kicker {
     player: Address,
@@ -412,7 +425,47 @@ impl Actor for Kicker {
     }
 }
 
-fn w5() {
+/// The L0 side of `w5_pipelined`: starts `WINDOW` rallies of `count /
+/// WINDOW` hops each (an even number: each ends here), done when all have.
+#[derive(Default)]
+struct Rallies {
+    other: Option<Address>,
+    ended: u64,
+}
+
+impl Actor for Rallies {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(Self::on_go);
+        ctx.subscribe(Self::on_ping);
+    }
+}
+
+impl Rallies {
+    fn on_go(&mut self, go: &Go, ctx: &mut Context<'_, Self>) {
+        self.other = go.0.clone();
+        if let Some(other) = &self.other {
+            for _ in 0..WINDOW {
+                ctx.send(other, Ping(go.1 / WINDOW));
+            }
+        }
+    }
+
+    fn on_ping(&mut self, ping: &Ping, ctx: &mut Context<'_, Self>) {
+        match &self.other {
+            Some(other) if ping.0 > 1 => ctx.send(other, Ping(ping.0 - 1)),
+            _ => {
+                self.ended += 1;
+                if self.ended == WINDOW {
+                    done(ctx);
+                }
+            }
+        }
+    }
+}
+
+/// Strict alternation (`pipelined: false`: one message in flight) or
+/// `WINDOW` messages in flight; the same count of messages either way.
+fn w5(pipelined: bool) {
     let (tx, rx) = std::sync::mpsc::channel();
     let thread = std::thread::spawn(move || {
         let mut system = System::named("L1").expect("system");
@@ -427,10 +480,12 @@ fn w5() {
         .supervisor(config)
         .finish()
         .expect("root");
-    let here = system
-        .spawn(&root, Player::default())
-        .finish()
-        .expect("player");
+    let here = if pipelined {
+        system.spawn(&root, Rallies::default()).finish()
+    } else {
+        system.spawn(&root, Player::default()).finish()
+    }
+    .expect("player");
     let back = here.clone();
     let there = move || Player {
         other: Some(back.clone()),
@@ -452,7 +507,12 @@ fn w5() {
     let secs = end
         .zip(start)
         .map_or(0.0, |(e, s)| e.duration_since(s).as_secs_f64());
-    report("w5_threads", n(N_THREADS), secs);
+    let name = if pipelined {
+        "w5_pipelined"
+    } else {
+        "w5_threads"
+    };
+    report(name, n(N_THREADS), secs);
 }
 
 fn main() {
@@ -475,7 +535,10 @@ fn main() {
         w4();
     }
     if run("w5_threads") {
-        w5();
+        w5(false);
+    }
+    if run("w5_pipelined") {
+        w5(true);
     }
     if run("w6_scale") {
         pingpong("w6_scale", n(N_IDLE));
