@@ -164,8 +164,9 @@ impl Inbox {
         self.hot.state.load(SeqCst) & CLOSED != 0
     }
 
-    /// Admits one user message if there is room.
-    fn admit_user(&self) -> Result<(), Refused> {
+    /// Admits one user message if there is room; then push it with
+    /// [`push_user`](Inbox::push_user).
+    pub(crate) fn admit_user(&self) -> Result<(), Refused> {
         let capacity = self.hot.capacity.load(SeqCst) as u64;
         let mut state = self.hot.state.load(SeqCst);
         loop {
@@ -198,15 +199,10 @@ impl Inbox {
         lane.send(Mail(Some(item))).map_err(|e| e.0.open())
     }
 
-    /// Posts a user message, bounded by the capacity; hands it back if refused.
-    pub(crate) fn post_user(
-        &self,
-        item: Box<dyn Remote>,
-    ) -> Result<(), (Refused, Box<dyn Remote>)> {
-        if let Err(why) = self.admit_user() {
-            return Err((why, item));
-        }
-        Inbox::push(&self.user, item).map_err(|item| (Refused::Closed, item))
+    /// Pushes an admitted user message; hands it back if the inbox closed
+    /// since it was admitted.
+    pub(crate) fn push_user(&self, item: Box<dyn Remote>) -> Result<(), Box<dyn Remote>> {
+        Inbox::push(&self.user, item)
     }
 
     /// Posts a reply: user lane (in order with user messages), never full.

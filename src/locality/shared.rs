@@ -71,25 +71,30 @@ impl LocalityShared {
         sender: Key,
         message: M,
     ) -> Result<(), SendError<M>> {
+        if let Err(why) = self.inbox.admit_user() {
+            let error = match why {
+                Refused::Full => self.full_error(),
+                Refused::Closed => self.finished_error(),
+            };
+            return Err(SendError { message, error });
+        }
         let envelope = Box::new(UserEnvelope {
             dest,
             sender,
             message,
         });
-        match self.inbox.post_user(envelope) {
+        match self.inbox.push_user(envelope) {
             Ok(()) => {
                 self.wake();
                 Ok(())
             }
-            Err((why, item)) => {
-                let error = match why {
-                    Refused::Full => self.full_error(),
-                    Refused::Closed => self.finished_error(),
-                };
+            Err(item) => {
+                // Closed since admitted: nothing was refused, hand it back.
                 let item: Box<dyn Any> = item;
                 let envelope = item
                     .downcast::<UserEnvelope<M>>()
                     .expect("the inbox hands back what it was given");
+                let error = self.finished_error();
                 Err(SendError {
                     message: envelope.message,
                     error,
