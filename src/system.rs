@@ -174,11 +174,11 @@ impl System {
         let mut round = 0u32;
         while !self.locality.has_mail() {
             round = round.wrapping_add(1);
-            if round % 64 == 0 {
+            if round.is_multiple_of(64) {
                 if Instant::now() >= spin_until {
                     return;
                 }
-                if round % 1024 == 0 {
+                if round.is_multiple_of(1024) {
                     std::thread::yield_now();
                 }
             }
