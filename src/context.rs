@@ -175,7 +175,7 @@ impl<'a, A: Actor> Context<'a, A> {
             self.core.send(to, self.me, m);
             return Ok(());
         }
-        let sent = to.0.locality.post_user(to.key(), Key::REMOTE, m);
+        let sent = self.core.post_remote(to, m);
         let outcome = ["to another locality", "handed back"][sent.is_err() as usize];
         crate::inspect::forwarded::<M>(self.core, self.me, to, outcome);
         sent

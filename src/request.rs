@@ -309,7 +309,7 @@ pub(crate) fn reply<R: Request>(
             response,
             settled: false,
         };
-        if !to.0.locality.post_reply(Box::new(envelope)) {
+        if !core.post_reply(to, Box::new(envelope)) {
             core.stats.dropped_closed += 1;
         }
     }

@@ -1,7 +1,7 @@
 //! `Core`: everything one locality holds, and what handlers reach through `Context`.
 
 use super::Stats;
-use super::shared::{LocalityShared, Remote};
+use super::shared::{LocalityShared, Outbox, Remote};
 use crate::actor::{ActorCell, ActorState};
 use crate::address::Address;
 use crate::arena::{Arena, Key, remove_key};
@@ -34,6 +34,9 @@ pub(crate) struct Core {
     pub(crate) stats: Stats,
     pub(crate) inspect: Inspect,
     pub(super) mail: Vec<Box<dyn Remote>>,
+    /// User messages and replies for other localities, admitted there and
+    /// pushed in one batch per locality (`flush_outboxes`).
+    outboxes: Vec<Outbox>,
     pub(super) seq: u64,
     /// Actors that keep the locality alive: roots, and children of
     /// supervisors on other localities.
@@ -73,6 +76,7 @@ impl Core {
             stats: Stats::default(),
             inspect: Inspect::from_env(),
             mail: Vec::new(),
+            outboxes: Vec::new(),
             seq: 0,
             anchors: 0,
             finished: false,
@@ -116,18 +120,71 @@ impl Core {
                 sender,
                 message,
             });
-        } else if let Err(refused) = to.0.locality.post_user(to.key(), Key::REMOTE, message) {
-            let outcome = if refused.error.code() == crate::ErrorCode::InboxFull {
+            return;
+        }
+        let outcome = match self.post_remote(to, message) {
+            Ok(()) => "to another locality",
+            Err(e) if e.error.code() == crate::ErrorCode::InboxFull => {
                 self.stats.dropped_full += 1;
                 "dropped (inbox full)"
-            } else {
+            }
+            Err(_) => {
                 self.stats.dropped_closed += 1;
                 "dropped (locality finished)"
-            };
-            crate::inspect::forwarded::<M>(self, sender, to, outcome);
-        } else {
-            crate::inspect::forwarded::<M>(self, sender, to, "to another locality");
+            }
+        };
+        crate::inspect::forwarded::<M>(self, sender, to, outcome);
+    }
+
+    /// Posts a user message to the locality of `to` (another one): admitted
+    /// there now, pushed with this locality's batch for it; handed back if
+    /// that inbox is full or closed.
+    pub(crate) fn post_remote<M: Send + 'static>(
+        &mut self,
+        to: &Address,
+        message: M,
+    ) -> Result<(), crate::SendError<M>> {
+        if let Err(error) = to.0.locality.admit_user() {
+            return Err(crate::SendError { message, error });
         }
+        let envelope = UserEnvelope {
+            dest: to.key(),
+            sender: Key::REMOTE,
+            message,
+        };
+        self.outbox(to).push(Box::new(envelope));
+        Ok(())
+    }
+
+    /// Posts a reply to the locality of `to` (another one), in order with
+    /// the user messages sent there; `false` if it has finished.
+    pub(crate) fn post_reply(&mut self, to: &Address, reply: Box<dyn Remote>) -> bool {
+        if !to.0.locality.admit_reply() {
+            return false;
+        }
+        self.outbox(to).push(reply);
+        true
+    }
+
+    fn outbox(&mut self, to: &Address) -> &mut Outbox {
+        let id = to.locality_id();
+        let i = match self.outboxes.iter().position(|o| o.to().id == id) {
+            Some(i) => i,
+            None => {
+                self.outboxes.push(Outbox::new(to.0.locality.clone()));
+                self.outboxes.len() - 1
+            }
+        };
+        &mut self.outboxes[i]
+    }
+
+    /// Pushes every outbox's batch to its locality; forgets the outboxes of
+    /// localities that have finished.
+    pub(crate) fn flush_outboxes(&mut self) {
+        for outbox in &mut self.outboxes {
+            outbox.flush();
+        }
+        self.outboxes.retain(|o| !o.to().is_closed());
     }
 
     /// Sends framework traffic to any address; `false` if the address's

@@ -4,8 +4,10 @@
 //! - The *urgent* lane carries framework traffic (lifecycle messages, spawn
 //!   requests): never refused for being full, drained first.
 //! - The *user* lane carries user messages (bounded: at most the capacity
-//!   posted and not yet drained) and replies (never refused: one per
-//!   request, and the request was counted).
+//!   admitted and not yet drained) and replies (never refused: one per
+//!   request, and the request was counted), one by one from plain threads
+//!   or in batches from another locality (its outbox, flushed at the end of
+//!   each dispatch: one channel operation per batch).
 //!
 //! One atomic word counts what was admitted and not yet drained, per lane,
 //! and says whether the inbox is closed. A sender is admitted (the count goes
@@ -59,15 +61,25 @@ pub(crate) fn runs_a_locality() -> bool {
     LOCALITIES_HERE.try_with(Cell::get).unwrap_or(0) > 0
 }
 
-/// An item in a lane. Dropped unopened (the lanes dropped at close, with
-/// whatever a racing sender pushed last), it refuses itself: whoever waits
-/// for an answer gets one.
-struct Mail(Option<Box<dyn Remote>>);
+/// An item in a lane or an outbox. Dropped unopened (the lanes dropped at
+/// close, with whatever a racing sender pushed last), it refuses itself:
+/// whoever waits for an answer gets one.
+pub(crate) struct Mail(Option<Box<dyn Remote>>);
 
 impl Mail {
+    pub(crate) fn new(item: Box<dyn Remote>) -> Mail {
+        Mail(Some(item))
+    }
+
     fn open(mut self) -> Box<dyn Remote> {
         self.0.take().expect("mail is made full and opened once")
     }
+}
+
+/// What the user lane carries: one item, or a batch from another locality.
+enum Post {
+    One(Mail),
+    Many(Vec<Mail>),
 }
 
 impl Drop for Mail {
@@ -80,7 +92,9 @@ impl Drop for Mail {
 
 struct Lanes {
     urgent: Receiver<Mail>,
-    user: Receiver<Mail>,
+    user: Receiver<Post>,
+    /// The rest of a batch that a drain did not take whole.
+    rest: std::vec::IntoIter<Mail>,
 }
 
 /// What senders and the receiver both write, on a cache line of its own.
@@ -100,7 +114,7 @@ struct Hot {
 pub(crate) struct Inbox {
     hot: Hot,
     urgent: Sender<Mail>,
-    user: Sender<Mail>,
+    user: Sender<Post>,
     /// `None` once closed. Only the locality's thread takes this lock.
     lanes: Mutex<Option<Lanes>>,
     /// Counted on this thread's `LOCALITIES_HERE` until closed.
@@ -133,6 +147,7 @@ impl Inbox {
             lanes: Mutex::new(Some(Lanes {
                 urgent: urgent_rx,
                 user: user_rx,
+                rest: Vec::new().into_iter(),
             })),
             counted: AtomicBool::new(true),
             room: Mutex::new(()),
@@ -193,26 +208,41 @@ impl Inbox {
         self.hot.state.fetch_add(one, SeqCst) & CLOSED == 0
     }
 
-    fn push(lane: &Sender<Mail>, item: Box<dyn Remote>) -> Result<(), Box<dyn Remote>> {
-        // Fails only if the lanes were dropped (closed since admission):
-        // the item comes back unopened, not refused.
-        lane.send(Mail(Some(item))).map_err(|e| e.0.open())
+    /// Admits a reply (never refused for room); `false` if closed.
+    pub(crate) fn admit_reply(&self) -> bool {
+        self.admit_always(USER)
     }
 
-    /// Pushes an admitted user message; hands it back if the inbox closed
-    /// since it was admitted.
+    /// Pushes an admitted user message or reply; hands it back if the inbox
+    /// closed since it was admitted.
     pub(crate) fn push_user(&self, item: Box<dyn Remote>) -> Result<(), Box<dyn Remote>> {
-        Inbox::push(&self.user, item)
+        // Fails only if the lanes were dropped: the item comes back unopened.
+        match self.user.send(Post::One(Mail::new(item))) {
+            Ok(()) => Ok(()),
+            Err(e) => match e.0 {
+                Post::One(mail) => Err(mail.open()),
+                Post::Many(_) => unreachable!("sent one"),
+            },
+        }
     }
 
-    /// Posts a reply: user lane (in order with user messages), never full.
-    pub(crate) fn post_reply(&self, item: Box<dyn Remote>) -> bool {
-        self.admit_always(USER) && Inbox::push(&self.user, item).is_ok()
+    /// Pushes one admitted user message or reply; `false` if the inbox
+    /// closed since it was admitted (it is dropped).
+    pub(crate) fn push_mail(&self, mail: Mail) -> bool {
+        self.user.send(Post::One(mail)).is_ok()
+    }
+
+    /// Pushes a batch of admitted user messages and replies, in order;
+    /// `false` if the inbox closed since they were admitted (they are
+    /// dropped: user messages and replies need no answer).
+    pub(crate) fn push_batch(&self, batch: Vec<Mail>) -> bool {
+        self.user.send(Post::Many(batch)).is_ok()
     }
 
     /// Posts framework traffic: urgent lane, never full.
     pub(crate) fn post_urgent(&self, item: Box<dyn Remote>) -> bool {
-        self.admit_always(URGENT) && Inbox::push(&self.urgent, item).is_ok()
+        // A failed send hands the item back: opened, so it is not refused.
+        self.admit_always(URGENT) && self.urgent.send(Mail::new(item)).map_err(|e| e.0.open()).is_ok()
     }
 
     /// Moves everything urgent and at most `user_limit` user items into `into`,
@@ -222,8 +252,8 @@ impl Inbox {
         let (mut urgent, mut user) = (0u64, 0usize);
         let mut more = false;
         {
-            let lanes = lock(&self.lanes);
-            let Some(lanes) = lanes.as_ref() else {
+            let mut lanes = lock(&self.lanes);
+            let Some(lanes) = lanes.as_mut() else {
                 return;
             };
             while let Ok(mail) = lanes.urgent.try_recv() {
@@ -231,11 +261,19 @@ impl Inbox {
                 urgent += 1;
             }
             while user < user_limit {
-                let Ok(mail) = lanes.user.try_recv() else {
-                    break;
-                };
-                into.push(mail.open());
-                user += 1;
+                if let Some(mail) = lanes.rest.next() {
+                    into.push(mail.open());
+                    user += 1;
+                    continue;
+                }
+                match lanes.user.try_recv() {
+                    Ok(Post::One(mail)) => {
+                        into.push(mail.open());
+                        user += 1;
+                    }
+                    Ok(Post::Many(batch)) => lanes.rest = batch.into_iter(),
+                    Err(_) => break,
+                }
             }
             if user == user_limit {
                 more = true;

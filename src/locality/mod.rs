@@ -250,6 +250,8 @@ impl Locality {
                 done += 1;
             }
         }
+        // What actors here sent to other localities goes in one batch each.
+        self.core.flush_outboxes();
         // A handle dropped during this dispatch (by an actor here, or by
         // another thread) set the mail flag, which the loop above may have
         // consumed: look again, or nothing would wake us to finish.

@@ -1,13 +1,13 @@
 //! The part of a locality that other threads may touch: its identity, its
 //! cross-thread inbox and its `mio::Waker`.
 
-use super::inbox::{Inbox, Refused};
+use super::inbox::{Inbox, Mail, Refused};
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, SendError};
 use crate::locality::Core;
 use crate::message::UserEnvelope;
 use std::any::Any;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -61,6 +61,21 @@ impl LocalityShared {
         ))
     }
 
+    /// Admits one user message (to be pushed now, or later in a batch):
+    /// [`ErrorCode::InboxFull`] if the inbox is full,
+    /// [`ErrorCode::LocalityFinished`] if the locality has finished.
+    pub(crate) fn admit_user(&self) -> Result<(), Error> {
+        self.inbox.admit_user().map_err(|why| match why {
+            Refused::Full => self.full_error(),
+            Refused::Closed => self.finished_error(),
+        })
+    }
+
+    /// Admits a reply (never refused for room); `false` if the locality has finished.
+    pub(crate) fn admit_reply(&self) -> bool {
+        self.inbox.admit_reply()
+    }
+
     /// Posts a user message from any thread, if the inbox has room; hands it
     /// back with [`ErrorCode::InboxFull`] if not, with
     /// [`ErrorCode::LocalityFinished`] if the locality has finished.
@@ -71,11 +86,7 @@ impl LocalityShared {
         sender: Key,
         message: M,
     ) -> Result<(), SendError<M>> {
-        if let Err(why) = self.inbox.admit_user() {
-            let error = match why {
-                Refused::Full => self.full_error(),
-                Refused::Closed => self.finished_error(),
-            };
+        if let Err(error) = self.admit_user() {
             return Err(SendError { message, error });
         }
         let envelope = Box::new(UserEnvelope {
@@ -136,16 +147,6 @@ impl LocalityShared {
     /// for room); `false` if the locality has finished (dropped by design).
     pub(crate) fn post(&self, item: Box<dyn Remote>) -> bool {
         let posted = self.inbox.post_urgent(item);
-        if posted {
-            self.wake();
-        }
-        posted
-    }
-
-    /// Posts a reply: in order with user messages, never refused for room
-    /// (the request it answers was counted); `false` if the locality has finished.
-    pub(crate) fn post_reply(&self, item: Box<dyn Remote>) -> bool {
-        let posted = self.inbox.post_reply(item);
         if posted {
             self.wake();
         }
@@ -240,4 +241,65 @@ impl LocalityShared {
 /// `deadline` for a wait of `timeout` from now; `None` if too far to tell.
 pub(crate) fn deadline_after(timeout: Duration) -> Option<Instant> {
     Instant::now().checked_add(timeout)
+}
+
+/// What one locality sends to another, admitted there (counted against its
+/// bound) and not yet pushed: user messages and replies, in the order sent.
+/// Flushed as one batch, one channel operation, at the end of each dispatch,
+/// when it grows to `OUTBOX_FLUSH` items, and when dropped.
+pub(crate) struct Outbox {
+    to: Arc<LocalityShared>,
+    items: Vec<Mail>,
+}
+
+/// An outbox this full is flushed at once (it bounds the batch and the
+/// delay a long dispatch adds).
+pub(crate) const OUTBOX_FLUSH: usize = 256;
+
+impl Outbox {
+    pub(crate) fn new(to: Arc<LocalityShared>) -> Outbox {
+        Outbox {
+            to,
+            items: Vec::new(),
+        }
+    }
+
+    pub(crate) fn to(&self) -> &LocalityShared {
+        &self.to
+    }
+
+    /// Appends an item admitted by [`LocalityShared::admit_user`] or
+    /// [`LocalityShared::admit_reply`]; flushes when full.
+    pub(crate) fn push(&mut self, item: Box<dyn Remote>) {
+        self.items.push(Mail::new(item));
+        if self.items.len() >= OUTBOX_FLUSH {
+            self.flush();
+        }
+    }
+
+    /// Pushes what waits here to the other locality and wakes it. If it has
+    /// finished meanwhile, the items are dropped (messages and replies need
+    /// no answer).
+    pub(crate) fn flush(&mut self) {
+        let pushed = match self.items.len() {
+            0 => return,
+            1 => {
+                let mail = self.items.pop().expect("one item");
+                self.to.inbox.push_mail(mail)
+            }
+            n => {
+                let batch = std::mem::replace(&mut self.items, Vec::with_capacity(n));
+                self.to.inbox.push_batch(batch)
+            }
+        };
+        if pushed {
+            self.to.wake();
+        }
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        self.flush();
+    }
 }
