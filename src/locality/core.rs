@@ -152,7 +152,7 @@ impl Core {
             sender: Key::REMOTE,
             message,
         };
-        self.outbox(to).push(Box::new(envelope));
+        self.outbox(to).push_user(envelope);
         Ok(())
     }
 

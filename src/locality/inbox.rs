@@ -18,6 +18,9 @@
 //! mutex that only the locality's own thread takes, once per drain.
 
 use super::shared::Remote;
+use crate::locality::Core;
+use crate::message::UserEnvelope;
+use std::any::Any;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -61,18 +64,71 @@ pub(crate) fn runs_a_locality() -> bool {
     LOCALITIES_HERE.try_with(Cell::get).unwrap_or(0) > 0
 }
 
-/// An item in a lane or an outbox. Dropped unopened (the lanes dropped at
-/// close, with whatever a racing sender pushed last), it refuses itself:
-/// whoever waits for an answer gets one.
-pub(crate) struct Mail(Option<Box<dyn Remote>>);
+/// An item in a lane or an outbox, and how many user messages it carries
+/// (a run carries several; framework traffic counts one on its own lane).
+/// Dropped unopened (the lanes dropped at close, with whatever a racing
+/// sender pushed last), it refuses itself: whoever waits for an answer gets one.
+pub(crate) struct Mail {
+    item: Option<Box<dyn Remote>>,
+    messages: u64,
+}
 
 impl Mail {
     pub(crate) fn new(item: Box<dyn Remote>) -> Mail {
-        Mail(Some(item))
+        Mail {
+            item: Some(item),
+            messages: 1,
+        }
     }
 
     fn open(mut self) -> Box<dyn Remote> {
-        self.0.take().expect("mail is made full and opened once")
+        self.item.take().expect("mail is made full and opened once")
+    }
+
+    /// Appends `envelope` to this item if it holds user messages of the same
+    /// type (it becomes, or is, a run); hands it back if not.
+    pub(crate) fn append<M: Send + 'static>(
+        &mut self,
+        envelope: UserEnvelope<M>,
+    ) -> Result<(), UserEnvelope<M>> {
+        let Some(item) = self.item.as_mut() else {
+            return Err(envelope);
+        };
+        let item: &mut dyn Any = &mut **item;
+        if let Some(run) = item.downcast_mut::<Run<M>>() {
+            run.0.push(envelope);
+        } else if item.is::<UserEnvelope<M>>() {
+            let first: Box<dyn Any> = self.item.take().expect("checked above");
+            let first = *first.downcast::<UserEnvelope<M>>().expect("checked above");
+            let mut run = Vec::with_capacity(4);
+            run.push(first);
+            run.push(envelope);
+            self.item = Some(Box::new(Run(run)));
+        } else {
+            return Err(envelope);
+        }
+        self.messages += 1;
+        Ok(())
+    }
+}
+
+impl Drop for Mail {
+    fn drop(&mut self) {
+        if let Some(item) = self.item.take() {
+            item.refuse();
+        }
+    }
+}
+
+/// Consecutive user messages of one type from one locality to another, in
+/// one box: a batch costs one allocation, not one per message.
+struct Run<M>(Vec<UserEnvelope<M>>);
+
+impl<M: Send + 'static> Remote for Run<M> {
+    fn localize(self: Box<Self>, core: &mut Core) {
+        for envelope in self.0 {
+            core.enqueue(envelope);
+        }
     }
 }
 
@@ -82,14 +138,6 @@ enum Post {
     Many(Vec<Mail>),
 }
 
-impl Drop for Mail {
-    fn drop(&mut self) {
-        if let Some(item) = self.0.take() {
-            item.refuse();
-        }
-    }
-}
-
 struct Lanes {
     urgent: Receiver<Mail>,
     user: Receiver<Post>,
@@ -97,22 +145,32 @@ struct Lanes {
     rest: std::vec::IntoIter<Mail>,
 }
 
-/// What senders and the receiver both write, on a cache line of its own.
+/// The count, written by every sender (one compare-and-swap per message)
+/// and by the receiver once per drain: on a cache line of its own.
 #[repr(align(128))]
-struct Hot {
+struct Count {
     /// Admitted and not yet drained, per lane; and `CLOSED`.
     state: AtomicU64,
     capacity: AtomicUsize,
+    /// Producers waiting for room (read by each drain that took user items).
+    waiting: AtomicUsize,
+}
+
+/// The mail and park flags, read by the receiver whenever it looks for
+/// mail and written by senders once per push (or batch): apart from the
+/// count, so that looking for mail does not take the count's line away
+/// from a sender.
+#[repr(align(128))]
+struct Flags {
     /// Mail may be waiting (set by senders after their push, cleared by a drain).
     wake_pending: AtomicBool,
     /// The loop may be blocked in `poll`: senders must use the waker.
     parked: AtomicBool,
-    /// Producers waiting for room.
-    waiting: AtomicUsize,
 }
 
 pub(crate) struct Inbox {
-    hot: Hot,
+    count: Count,
+    flags: Flags,
     urgent: Sender<Mail>,
     user: Sender<Post>,
     /// `None` once closed. Only the locality's thread takes this lock.
@@ -135,12 +193,14 @@ impl Inbox {
         let (user, user_rx) = channel();
         let _ = LOCALITIES_HERE.try_with(|n| n.set(n.get() + 1));
         Inbox {
-            hot: Hot {
+            count: Count {
                 state: AtomicU64::new(0),
                 capacity: AtomicUsize::new(DEFAULT_INBOX_CAPACITY),
+                waiting: AtomicUsize::new(0),
+            },
+            flags: Flags {
                 wake_pending: AtomicBool::new(false),
                 parked: AtomicBool::new(true),
-                waiting: AtomicUsize::new(0),
             },
             urgent,
             user,
@@ -156,18 +216,18 @@ impl Inbox {
     }
 
     pub(crate) fn capacity(&self) -> usize {
-        self.hot.capacity.load(SeqCst)
+        self.count.capacity.load(SeqCst)
     }
 
     /// Sets the bound (1 ..= `MAX_INBOX_CAPACITY`, checked by the caller).
     pub(crate) fn set_capacity(&self, capacity: usize) {
-        self.hot.capacity.store(capacity, SeqCst);
+        self.count.capacity.store(capacity, SeqCst);
         self.notify_waiting();
     }
 
     /// User messages admitted and not yet drained (zero once closed).
     pub(crate) fn user_len(&self) -> usize {
-        let state = self.hot.state.load(SeqCst);
+        let state = self.count.state.load(SeqCst);
         if state & CLOSED != 0 {
             0
         } else {
@@ -176,14 +236,14 @@ impl Inbox {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.hot.state.load(SeqCst) & CLOSED != 0
+        self.count.state.load(SeqCst) & CLOSED != 0
     }
 
     /// Admits one user message if there is room; then push it with
     /// [`push_user`](Inbox::push_user).
     pub(crate) fn admit_user(&self) -> Result<(), Refused> {
-        let capacity = self.hot.capacity.load(SeqCst) as u64;
-        let mut state = self.hot.state.load(SeqCst);
+        let capacity = self.count.capacity.load(SeqCst) as u64;
+        let mut state = self.count.state.load(SeqCst);
         loop {
             if state & CLOSED != 0 {
                 return Err(Refused::Closed);
@@ -192,7 +252,7 @@ impl Inbox {
                 return Err(Refused::Full);
             }
             match self
-                .hot
+                .count
                 .state
                 .compare_exchange_weak(state, state + USER, SeqCst, SeqCst)
             {
@@ -205,7 +265,7 @@ impl Inbox {
     /// Admits traffic that is never refused for room: `false` if closed.
     fn admit_always(&self, one: u64) -> bool {
         // Once closed, the count no longer matters: no need to take it back.
-        self.hot.state.fetch_add(one, SeqCst) & CLOSED == 0
+        self.count.state.fetch_add(one, SeqCst) & CLOSED == 0
     }
 
     /// Admits a reply (never refused for room); `false` if closed.
@@ -242,14 +302,20 @@ impl Inbox {
     /// Posts framework traffic: urgent lane, never full.
     pub(crate) fn post_urgent(&self, item: Box<dyn Remote>) -> bool {
         // A failed send hands the item back: opened, so it is not refused.
-        self.admit_always(URGENT) && self.urgent.send(Mail::new(item)).map_err(|e| e.0.open()).is_ok()
+        self.admit_always(URGENT)
+            && self
+                .urgent
+                .send(Mail::new(item))
+                .map_err(|e| e.0.open())
+                .is_ok()
     }
 
-    /// Moves everything urgent and at most `user_limit` user items into `into`,
+    /// Moves everything urgent and about `user_limit` user messages into `into`,
     /// urgent first, each lane in the order posted.
     pub(crate) fn take(&self, into: &mut Vec<Box<dyn Remote>>, user_limit: usize) {
-        self.hot.wake_pending.store(false, SeqCst);
-        let (mut urgent, mut user) = (0u64, 0usize);
+        self.flags.wake_pending.store(false, SeqCst);
+        let user_limit = user_limit as u64;
+        let (mut urgent, mut user) = (0u64, 0u64);
         let mut more = false;
         {
             let mut lanes = lock(&self.lanes);
@@ -260,33 +326,34 @@ impl Inbox {
                 into.push(mail.open());
                 urgent += 1;
             }
+            // A run is taken whole: the limit may be passed by one run.
             while user < user_limit {
-                if let Some(mail) = lanes.rest.next() {
-                    into.push(mail.open());
-                    user += 1;
-                    continue;
-                }
-                match lanes.user.try_recv() {
-                    Ok(Post::One(mail)) => {
-                        into.push(mail.open());
-                        user += 1;
-                    }
-                    Ok(Post::Many(batch)) => lanes.rest = batch.into_iter(),
-                    Err(_) => break,
-                }
+                let mail = match lanes.rest.next() {
+                    Some(mail) => mail,
+                    None => match lanes.user.try_recv() {
+                        Ok(Post::One(mail)) => mail,
+                        Ok(Post::Many(batch)) => {
+                            lanes.rest = batch.into_iter();
+                            continue;
+                        }
+                        Err(_) => break,
+                    },
+                };
+                user += mail.messages;
+                into.push(mail.open());
             }
-            if user == user_limit {
+            if user >= user_limit {
                 more = true;
             }
         }
-        if urgent + user as u64 > 0 {
-            self.hot
+        if urgent + user > 0 {
+            self.count
                 .state
-                .fetch_sub(urgent * URGENT + user as u64 * USER, SeqCst);
+                .fetch_sub(urgent * URGENT + user * USER, SeqCst);
         }
         if more {
             // What is left is drained next time, without a wake-up.
-            self.hot.wake_pending.store(true, SeqCst);
+            self.flags.wake_pending.store(true, SeqCst);
         }
         if user > 0 {
             self.notify_waiting();
@@ -294,7 +361,7 @@ impl Inbox {
     }
 
     fn notify_waiting(&self) {
-        if self.hot.waiting.load(SeqCst) > 0 {
+        if self.count.waiting.load(SeqCst) > 0 {
             // Taking the lock orders us after a producer that saw no room
             // and is about to wait: it is waiting by the time we notify.
             drop(lock(&self.room));
@@ -306,10 +373,10 @@ impl Inbox {
     /// `false` if `deadline` passed first.
     pub(crate) fn wait_for_room(&self, deadline: Option<Instant>) -> bool {
         let mut guard = lock(&self.room);
-        self.hot.waiting.fetch_add(1, SeqCst);
+        self.count.waiting.fetch_add(1, SeqCst);
         let made = loop {
-            let state = self.hot.state.load(SeqCst);
-            if state & CLOSED != 0 || state & USER_MASK < self.hot.capacity.load(SeqCst) as u64 {
+            let state = self.count.state.load(SeqCst);
+            if state & CLOSED != 0 || state & USER_MASK < self.count.capacity.load(SeqCst) as u64 {
                 break true;
             }
             guard = match deadline {
@@ -329,14 +396,14 @@ impl Inbox {
                 }
             };
         };
-        self.hot.waiting.fetch_sub(1, SeqCst);
+        self.count.waiting.fetch_sub(1, SeqCst);
         made
     }
 
     /// Closes the inbox if nothing was admitted and not drained (at once, so
     /// that nothing posted meanwhile is lost); `false` if something was.
     pub(crate) fn close_if_empty(&self) -> bool {
-        match self.hot.state.compare_exchange(0, CLOSED, SeqCst, SeqCst) {
+        match self.count.state.compare_exchange(0, CLOSED, SeqCst, SeqCst) {
             Ok(_) => true,
             Err(state) => state & CLOSED != 0,
         }
@@ -346,7 +413,7 @@ impl Inbox {
     /// the lanes drops their items, which refuse themselves). Called on the
     /// locality's own thread.
     pub(crate) fn close(&self) {
-        self.hot.state.fetch_or(CLOSED, SeqCst);
+        self.count.state.fetch_or(CLOSED, SeqCst);
         let lanes = lock(&self.lanes).take();
         drop(lanes);
         if self.counted.swap(false, SeqCst) {
@@ -357,7 +424,7 @@ impl Inbox {
 
     /// `true` if something may be waiting (senders set it after pushing).
     pub(crate) fn has_mail(&self) -> bool {
-        self.hot.wake_pending.load(SeqCst)
+        self.flags.wake_pending.load(SeqCst)
     }
 
     /// Sets the mail flag; `true` if this call set it and the loop may be
@@ -365,15 +432,15 @@ impl Inbox {
     pub(crate) fn flag_mail(&self) -> bool {
         // A plain load first: with a wake already pending (a busy receiver),
         // the sender skips the read-modify-write.
-        !self.hot.wake_pending.load(SeqCst)
-            && !self.hot.wake_pending.swap(true, SeqCst)
-            && self.hot.parked.load(SeqCst)
+        !self.flags.wake_pending.load(SeqCst)
+            && !self.flags.wake_pending.swap(true, SeqCst)
+            && self.flags.parked.load(SeqCst)
     }
 
     /// The loop is running (`false`) or about to block (`true`). Returns,
     /// when parking, whether mail came meanwhile (then it must not block).
     pub(crate) fn set_parked(&self, parked: bool) -> bool {
-        self.hot.parked.store(parked, SeqCst);
-        parked && self.hot.wake_pending.load(SeqCst)
+        self.flags.parked.store(parked, SeqCst);
+        parked && self.flags.wake_pending.load(SeqCst)
     }
 }

@@ -7,8 +7,8 @@ use crate::error::{Error, ErrorCode, SendError};
 use crate::locality::Core;
 use crate::message::UserEnvelope;
 use std::any::Any;
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Something posted from another thread, made local again by the receiving locality.
@@ -244,12 +244,14 @@ pub(crate) fn deadline_after(timeout: Duration) -> Option<Instant> {
 }
 
 /// What one locality sends to another, admitted there (counted against its
-/// bound) and not yet pushed: user messages and replies, in the order sent.
-/// Flushed as one batch, one channel operation, at the end of each dispatch,
-/// when it grows to `OUTBOX_FLUSH` items, and when dropped.
+/// bound) and not yet pushed: user messages and replies, in the order sent,
+/// consecutive user messages of one type in one run (one box). Flushed as
+/// one batch, one channel operation, at the end of each dispatch, when it
+/// holds `OUTBOX_FLUSH` messages, and when dropped.
 pub(crate) struct Outbox {
     to: Arc<LocalityShared>,
     items: Vec<Mail>,
+    messages: usize,
 }
 
 /// An outbox this full is flushed at once (it bounds the batch and the
@@ -261,6 +263,7 @@ impl Outbox {
         Outbox {
             to,
             items: Vec::new(),
+            messages: 0,
         }
     }
 
@@ -268,11 +271,29 @@ impl Outbox {
         &self.to
     }
 
-    /// Appends an item admitted by [`LocalityShared::admit_user`] or
-    /// [`LocalityShared::admit_reply`]; flushes when full.
+    /// Appends a user message admitted by [`LocalityShared::admit_user`]:
+    /// to the run of its type at the end, if there is one.
+    pub(crate) fn push_user<M: Send + 'static>(&mut self, envelope: UserEnvelope<M>) {
+        let envelope = match self.items.last_mut() {
+            Some(last) => match last.append(envelope) {
+                Ok(()) => return self.pushed(),
+                Err(envelope) => envelope,
+            },
+            None => envelope,
+        };
+        self.items.push(Mail::new(Box::new(envelope)));
+        self.pushed();
+    }
+
+    /// Appends an item admitted by [`LocalityShared::admit_reply`].
     pub(crate) fn push(&mut self, item: Box<dyn Remote>) {
         self.items.push(Mail::new(item));
-        if self.items.len() >= OUTBOX_FLUSH {
+        self.pushed();
+    }
+
+    fn pushed(&mut self) {
+        self.messages += 1;
+        if self.messages >= OUTBOX_FLUSH {
             self.flush();
         }
     }
@@ -281,6 +302,7 @@ impl Outbox {
     /// finished meanwhile, the items are dropped (messages and replies need
     /// no answer).
     pub(crate) fn flush(&mut self) {
+        self.messages = 0;
         let pushed = match self.items.len() {
             0 => return,
             1 => {
