@@ -414,6 +414,9 @@ thread_local! {
     static STARTED: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
+/// Messages in flight in `w5_pipelined`.
+const WINDOW: u64 = 1_000;
+
 /// Finds the player on L1, then starts the game (and the clock).
 struct Kicker {
     player: Address,
@@ -431,7 +434,47 @@ impl Actor for Kicker {
     }
 }
 
-fn w5() {
+/// The L0 side of `w5_pipelined`: starts `WINDOW` rallies of `count /
+/// WINDOW` hops each (an even number: each ends here), done when all have.
+#[derive(Default)]
+struct Rallies {
+    other: Option<Address>,
+    ended: u64,
+}
+
+impl Actor for Rallies {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(Self::on_go);
+        ctx.subscribe(Self::on_ping);
+    }
+}
+
+impl Rallies {
+    fn on_go(&mut self, go: &Go, ctx: &mut Context<'_, Self>) {
+        self.other = go.0.clone();
+        if let Some(other) = &self.other {
+            for _ in 0..WINDOW {
+                ctx.send(other, Ping(go.1 / WINDOW));
+            }
+        }
+    }
+
+    fn on_ping(&mut self, ping: &Ping, ctx: &mut Context<'_, Self>) {
+        match &self.other {
+            Some(other) if ping.0 > 1 => ctx.send(other, Ping(ping.0 - 1)),
+            _ => {
+                self.ended += 1;
+                if self.ended == WINDOW {
+                    done(ctx);
+                }
+            }
+        }
+    }
+}
+
+/// Strict alternation (`pipelined: false`: one message in flight) or
+/// `WINDOW` messages in flight; the same count of messages either way.
+fn w5(pipelined: bool) {
     let (tx, rx) = std::sync::mpsc::channel();
     let thread = std::thread::spawn(move || {
         let mut system = System::named("L1").expect("system");
@@ -446,10 +489,12 @@ fn w5() {
         .supervisor(config)
         .finish()
         .expect("root");
-    let here = system
-        .spawn(&root, Player::default())
-        .finish()
-        .expect("player");
+    let here = if pipelined {
+        system.spawn(&root, Rallies::default()).finish()
+    } else {
+        system.spawn(&root, Player::default()).finish()
+    }
+    .expect("player");
     let back = here.clone();
     let there = move || Player {
         other: Some(back.clone()),
@@ -471,7 +516,12 @@ fn w5() {
     let secs = end
         .zip(start)
         .map_or(0.0, |(e, s)| e.duration_since(s).as_secs_f64());
-    report("w5_threads", n(N_THREADS), secs);
+    let name = if pipelined {
+        "w5_pipelined"
+    } else {
+        "w5_threads"
+    };
+    report(name, n(N_THREADS), secs);
 }
 
 /// Runs the workloads named on the command line (all without a name):
@@ -514,7 +564,10 @@ pub fn main(counters: Option<&'static dyn Counters>) {
         w4();
     }
     if run("w5_threads") {
-        w5();
+        w5(false);
+    }
+    if run("w5_pipelined") {
+        w5(true);
     }
     if run("w6_scale") {
         pingpong("w6_scale", N_IDLE / usize::from(SCALE_DIV.load(Relaxed)));

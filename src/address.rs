@@ -99,15 +99,56 @@ impl Address {
     }
 
     /// Sends a message from outside any actor, from any thread: through the
-    /// inbox of the address's locality, waking its loop.
+    /// inbox of the address's locality, waking its loop. It never blocks
+    /// (it is what other channels call `try_send`).
     ///
-    /// Messages from one thread keep their order. If the locality has finished,
-    /// the message is handed back in the error. A message accepted here may
+    /// Messages from one thread keep their order. A message accepted here may
     /// still be dropped on arrival (no subscriber, or the actor is gone), as
     /// any message may; the locality counts it in its
     /// [`Stats`](crate::Stats).
+    ///
+    /// Errors, with the message handed back: [`ErrorCode::InboxFull`] if the
+    /// locality's inbox is full (see
+    /// [`Locality::set_inbox_capacity`](crate::Locality::set_inbox_capacity));
+    /// [`ErrorCode::LocalityFinished`] if the locality has finished.
     pub fn send<M: Send + 'static>(&self, message: M) -> Result<(), SendError<M>> {
         self.0.locality.post_user(self.0.key, Key::NONE, message)
+    }
+
+    /// Sends as [`send`](Address::send), but waits while the inbox is full,
+    /// until the locality drains it: backpressure for a producer thread.
+    ///
+    /// It waits for as long as it takes: if the locality is alive but its
+    /// loop does not run, forever (use
+    /// [`send_timeout`](Address::send_timeout) to bound the wait). It never
+    /// waits on a thread that holds a locality that has not finished (that
+    /// thread may be the one that must drain): there a full inbox hands the
+    /// message back at once, as `send` does. Waiting producers are woken
+    /// together when room is made; no order among them is promised.
+    ///
+    /// Errors, with the message handed back: [`ErrorCode::LocalityFinished`]
+    /// if the locality has finished (also while waiting);
+    /// [`ErrorCode::InboxFull`] only on a thread that holds a locality.
+    pub fn send_blocking<M: Send + 'static>(&self, message: M) -> Result<(), SendError<M>> {
+        self.0.locality.post_user_waiting(self.0.key, message, None)
+    }
+
+    /// Sends as [`send_blocking`](Address::send_blocking), waiting at most
+    /// `timeout` for room in the inbox.
+    ///
+    /// Errors, with the message handed back: [`ErrorCode::InboxFull`] if
+    /// the inbox is still full after `timeout` (at once on a thread that
+    /// holds a locality); [`ErrorCode::LocalityFinished`] if the locality has
+    /// finished.
+    pub fn send_timeout<M: Send + 'static>(
+        &self,
+        message: M,
+        timeout: std::time::Duration,
+    ) -> Result<(), SendError<M>> {
+        let deadline = crate::locality::shared::deadline_after(timeout);
+        self.0
+            .locality
+            .post_user_waiting(self.0.key, message, deadline)
     }
 
     /// `true` once the address's locality has finished: nothing sent will arrive.

@@ -14,6 +14,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
+mod delivery;
 mod lifecycle_calls;
 pub use self::lifecycle_calls::Discovery;
 
@@ -247,44 +248,12 @@ impl<'a, A: Actor> Context<'a, A> {
     ///
     /// Messages from one sender to one address arrive in the order sent.
     /// A message nobody is subscribed to when it arrives is dropped (and counted).
+    /// It never blocks: a message for another locality whose inbox is full
+    /// is dropped and counted in [`Stats::dropped_full`](crate::Stats::dropped_full)
+    /// (use [`try_send`](Context::try_send) to keep it).
     #[inline]
     pub fn send<M: Send + 'static>(&mut self, to: &Address, message: M) {
         self.core.send(to, self.me, message);
-    }
-
-    /// Forwards the message being handled to `to` once every handler of it
-    /// here has run: moved on, not copied, with this actor as its sender
-    /// (rotor's redirect). Messages this actor forwards keep their order.
-    ///
-    /// Errors: [`ErrorCode::InvalidArgument`] outside a message handler (a
-    /// hook, a timer), or if a handler already forwarded this message.
-    pub fn forward(&mut self, to: &Address) -> Result<()> {
-        if self.core.running != self.me {
-            let why = "forward works inside a message handler";
-            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
-        }
-        if !matches!(self.core.next, crate::subscription::Next::Done) {
-            let why = "this message is forwarded already";
-            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
-        }
-        self.core.next = crate::subscription::Next::Forward(to.clone(), self.me);
-        Ok(())
-    }
-
-    /// The registry this actor uses for
-    /// [`register_name`](Context::register_name) and
-    /// [`discover`](Context::discover) (inherited from its supervisor, or
-    /// given to its builder), to talk to it directly; `None` if it has none.
-    pub fn registry(&self) -> Option<&Address> {
-        self.cell().registry.as_ref()
-    }
-
-    /// The locality's dead-letter address: subscribe to
-    /// [`DeadLetter`](crate::DeadLetter) there to receive the user messages
-    /// of this locality that could not be delivered. Made on first call;
-    /// until someone subscribes there, dead letters are only counted.
-    pub fn dead_letters(&mut self) -> Address {
-        crate::dead_letter::address(self.core)
     }
 
     /// Subscribes `handler` to messages of type `M` on the actor's main address.

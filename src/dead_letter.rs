@@ -25,6 +25,9 @@ pub enum DeadLetterReason {
     StaleAddress,
     /// Its address's locality had finished (sent from an actor here).
     LocalityFinished,
+    /// Its address's locality's inbox was full (sent from an actor here;
+    /// see [`Locality::set_inbox_capacity`](crate::Locality::set_inbox_capacity)).
+    InboxFull,
 }
 
 impl fmt::Display for DeadLetterReason {
@@ -33,6 +36,7 @@ impl fmt::Display for DeadLetterReason {
             DeadLetterReason::NoSubscriber => "no subscriber",
             DeadLetterReason::StaleAddress => "stale address",
             DeadLetterReason::LocalityFinished => "locality finished",
+            DeadLetterReason::InboxFull => "inbox full",
         })
     }
 }

@@ -110,6 +110,12 @@ pub enum ErrorCode {
     /// I/O go next); the context names the call.
     #[error("actor finished")]
     ActorFinished,
+    /// Outcome: the inbox of the destination's locality is full (see
+    /// [`Locality::set_inbox_capacity`](crate::Locality::set_inbox_capacity));
+    /// the message was not accepted. Try again later, or wait with
+    /// [`Address::send_blocking`](crate::Address::send_blocking).
+    #[error("inbox full")]
+    InboxFull,
 }
 
 impl ErrorCode {

@@ -220,16 +220,11 @@ pub(crate) fn forwarded<M: 'static>(
     core: &mut Core,
     sender: Key,
     to: &crate::Address,
-    accepted: bool,
+    outcome: &str,
 ) {
     if !shows::<M>(core) {
         return;
     }
-    let outcome = if accepted {
-        "to another locality"
-    } else {
-        "dropped (locality finished)"
-    };
     let line = format!(
         "{}: {} {} -> {to}: {outcome}",
         core.name(),

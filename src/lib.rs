@@ -234,6 +234,11 @@
 //!   nobody is subscribed to when it arrives, or whose address is gone, is
 //!   dropped and counted in [`Stats`]; a send to a finished locality is
 //!   refused ([`Address::send`] hands the message back) or counted.
+//! - **Bounded inboxes.** At most [`DEFAULT_INBOX_CAPACITY`] user messages
+//!   from other threads and localities wait in a locality's inbox (settable
+//!   per locality); beyond it a send is refused with `InboxFull` or counted,
+//!   [`Address::send_blocking`] waits for room, and framework traffic
+//!   (shutdowns, say) never waits: it is drained first.
 //! - **Exactly one response per request**: the reply, the server's error, a
 //!   timeout or a cancellation; late and duplicate replies are dropped and
 //!   counted. A requester that shuts down cancels what it still waits for.
@@ -332,7 +337,8 @@ pub use dead_letter::{DeadLetter, DeadLetterReason};
 pub use error::{Error, ErrorCode, Result, SendError};
 pub use io::{Io, IoGuard, IoId};
 pub use locality::{
-    DEFAULT_BUDGET, Locality, LocalityHandle, RESERVED_TOKENS, Stats, ViolationAction,
+    DEFAULT_BUDGET, DEFAULT_INBOX_CAPACITY, Locality, LocalityHandle, MAX_INBOX_CAPACITY,
+    RESERVED_TOKENS, Stats, ViolationAction,
 };
 pub use plugin::{Plugin, Vote};
 pub use registry::{Deregister, Discover, Register, Registry};

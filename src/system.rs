@@ -128,6 +128,11 @@ impl System {
         self.locality.spawn_on(locality, supervisor, factory)
     }
 
+    /// See [`Locality::set_inbox_capacity`].
+    pub fn set_inbox_capacity(&mut self, capacity: usize) -> Result<()> {
+        self.locality.set_inbox_capacity(capacity)
+    }
+
     /// See [`Locality::send`].
     pub fn send<M: Send + 'static>(
         &mut self,
@@ -203,6 +208,9 @@ impl System {
                 // the receiver a trip through the scheduler.
                 // Yield while spinning: a sender on the same core (or an
                 // oversubscribed machine) gets the CPU it needs to answer.
+                // (Measured on a 2-vCPU VM: spinning without yielding, with
+                // or without `spin_loop` hints, even for 2 µs, made w5 5 to
+                // 20 times slower.)
                 let spin_until = Instant::now() + self.spin;
                 while !self.locality.has_mail() && Instant::now() < spin_until {
                     std::thread::yield_now();

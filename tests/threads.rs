@@ -552,17 +552,24 @@ impl Actor for Sender {
 }
 
 impl Sender {
+    /// Sends the next thousand; when the receiver's inbox is full, keeps
+    /// the message and tries again a little later (backpressure).
     fn burst(&mut self, ctx: &mut Context<'_, Self>) {
         let end = (self.sent + 1000).min(self.count);
         while self.sent < end {
-            ctx.send(
-                &self.to,
-                Seq {
-                    sender: self.id,
-                    n: self.sent,
-                },
-            );
-            self.sent += 1;
+            let seq = Seq {
+                sender: self.id,
+                n: self.sent,
+            };
+            match ctx.try_send(&self.to, seq) {
+                Ok(()) => self.sent += 1,
+                Err(e) => {
+                    assert_eq!(e.error.code(), ErrorCode::InboxFull);
+                    let retry = |me: &mut Self, ctx: &mut Context<'_, Self>, _| me.burst(ctx);
+                    ctx.start_timer(Duration::from_millis(1), retry);
+                    return;
+                }
+            }
         }
         if self.sent < self.count {
             let me = ctx.address().clone();
@@ -573,6 +580,7 @@ impl Sender {
 
 #[test]
 fn many_senders_on_many_threads_keep_their_order_and_lose_nothing() {
+    // 100,000 messages in all: more than an inbox holds (65,536).
     const PER_SENDER: u64 = 20_000;
     const THREADS: usize = 3;
     const ACTORS: usize = 2;
@@ -603,8 +611,11 @@ fn many_senders_on_many_threads_keep_their_order_and_lose_nothing() {
         .map(|sender| {
             let to = counter.clone();
             thread::spawn(move || {
+                // More than the inbox holds: wait for room when it is full.
                 for n in 0..PER_SENDER {
-                    to.send(Seq { sender, n }).map_err(|e| e.error).unwrap();
+                    to.send_blocking(Seq { sender, n })
+                        .map_err(|e| e.error)
+                        .unwrap();
                 }
             })
         })

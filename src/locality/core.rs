@@ -2,7 +2,7 @@
 
 use super::Stats;
 use super::fire::TimerAction;
-use super::shared::{LocalityShared, Remote};
+use super::shared::{LocalityShared, Outbox, Remote};
 use crate::actor::ActorCell;
 use crate::address::Address;
 use crate::arena::{Arena, Key, remove_key};
@@ -51,6 +51,9 @@ pub(crate) struct Core {
     pub(crate) stats: Stats,
     pub(crate) inspect: Inspect,
     pub(super) mail: Vec<Box<dyn Remote>>,
+    /// User messages and replies for other localities, admitted there and
+    /// pushed in one batch per locality (`flush_outboxes`).
+    outboxes: Vec<Outbox>,
     pub(super) seq: u64,
     /// Actors that keep the locality alive: roots, and children of
     /// supervisors on other localities.
@@ -95,6 +98,7 @@ impl Core {
             stats: Stats::default(),
             inspect: Inspect::from_env(),
             mail: Vec::new(),
+            outboxes: Vec::new(),
             seq: 0,
             anchors: 0,
             finished: false,
@@ -143,7 +147,8 @@ impl Core {
         lifecycle::fail(self, me, error);
     }
 
-    /// Sends a user message: queued here, or posted to the address's locality.
+    /// Sends a user message: queued here, or posted to the address's
+    /// locality (dropped and counted if that one is full or finished).
     #[inline(always)]
     pub(crate) fn send<M: Send + 'static>(&mut self, to: &Address, sender: Key, message: M) {
         if to.locality_id() == self.id() {
@@ -161,23 +166,77 @@ impl Core {
     #[cold]
     #[inline(never)]
     fn send_remote<M: Send + 'static>(&mut self, to: &Address, sender: Key, message: M) {
-        {
-            let refused =
-                to.0.locality
-                    .post_user(to.key(), Key::REMOTE, message)
-                    .err();
-            let accepted = refused.is_none();
-            if !accepted {
+        use crate::dead_letter::DeadLetterReason;
+        let (outcome, refused) = match self.post_remote(to, message) {
+            Ok(()) => ("to another locality", None),
+            Err(e) if e.error.code() == crate::ErrorCode::InboxFull => {
+                self.stats.dropped_full += 1;
+                let refused = (e.message, DeadLetterReason::InboxFull);
+                ("dropped (inbox full)", Some(refused))
+            }
+            Err(e) => {
                 self.stats.dropped_closed += 1;
+                let refused = (e.message, DeadLetterReason::LocalityFinished);
+                ("dropped (locality finished)", Some(refused))
             }
-            crate::inspect::forwarded::<M>(self, sender, to, accepted);
-            if let Some(refused) = refused
-                && crate::dead_letter::wanted::<M>(self)
-            {
-                let reason = crate::dead_letter::DeadLetterReason::LocalityFinished;
-                crate::dead_letter::post(self, to.to_string(), sender, reason, refused.message);
-            }
+        };
+        crate::inspect::forwarded::<M>(self, sender, to, outcome);
+        if let Some((message, reason)) = refused
+            && crate::dead_letter::wanted::<M>(self)
+        {
+            crate::dead_letter::post(self, to.to_string(), sender, reason, message);
         }
+    }
+
+    /// Posts a user message to the locality of `to` (another one): admitted
+    /// there now, pushed with this locality's batch for it; handed back if
+    /// that inbox is full or closed.
+    pub(crate) fn post_remote<M: Send + 'static>(
+        &mut self,
+        to: &Address,
+        message: M,
+    ) -> Result<(), crate::SendError<M>> {
+        if let Err(error) = to.0.locality.admit_user() {
+            return Err(crate::SendError { message, error });
+        }
+        let envelope = UserEnvelope {
+            dest: to.key(),
+            sender: Key::REMOTE,
+            message,
+        };
+        self.outbox(to).push_user(envelope);
+        Ok(())
+    }
+
+    /// Posts a reply to the locality of `to` (another one), in order with
+    /// the user messages sent there; `false` if it has finished.
+    pub(crate) fn post_reply(&mut self, to: &Address, reply: Box<dyn Remote>) -> bool {
+        if !to.0.locality.admit_reply() {
+            return false;
+        }
+        self.outbox(to).push(reply);
+        true
+    }
+
+    fn outbox(&mut self, to: &Address) -> &mut Outbox {
+        let id = to.locality_id();
+        let i = match self.outboxes.iter().position(|o| o.to().id == id) {
+            Some(i) => i,
+            None => {
+                self.outboxes.push(Outbox::new(to.0.locality.clone()));
+                self.outboxes.len() - 1
+            }
+        };
+        &mut self.outboxes[i]
+    }
+
+    /// Pushes every outbox's batch to its locality; forgets the outboxes of
+    /// localities that have finished.
+    pub(crate) fn flush_outboxes(&mut self) {
+        for outbox in &mut self.outboxes {
+            outbox.flush();
+        }
+        self.outboxes.retain(|o| !o.to().is_closed());
     }
 
     /// Sends framework traffic to any address; `false` if the address's
@@ -369,12 +428,27 @@ impl Core {
         self.finished
     }
 
+    /// Moves mail from the inbox into the queue: all framework traffic,
+    /// then user messages until `DRAIN_BATCH` user items wait in the queue
+    /// (the rest stays in the inbox, so what comes later does not wait
+    /// behind a whole backlog).
     pub(super) fn drain_mail(&mut self) {
-        if !self.shared.has_mail() {
-            return;
+        if self.shared.has_mail() {
+            let room = super::inbox::DRAIN_BATCH.saturating_sub(self.queue.len());
+            self.localize_mail(room);
         }
+    }
+
+    /// Moves all mail from the inbox into the queue.
+    pub(super) fn drain_all_mail(&mut self) {
+        if self.shared.has_mail() {
+            self.localize_mail(usize::MAX);
+        }
+    }
+
+    fn localize_mail(&mut self, user_limit: usize) {
         let mut mail = std::mem::take(&mut self.mail);
-        self.shared.take_mail(&mut mail);
+        self.shared.take_mail(&mut mail, user_limit);
         for item in mail.drain(..) {
             item.localize(self);
         }

@@ -5,9 +5,11 @@ mod core;
 mod direct_tests;
 pub(crate) mod fire;
 mod handle;
+mod inbox;
 pub(crate) mod shared;
 
 pub use self::handle::LocalityHandle;
+pub use self::inbox::{DEFAULT_INBOX_CAPACITY, MAX_INBOX_CAPACITY};
 
 pub(crate) use self::core::Core;
 pub use self::core::ViolationAction;
@@ -60,6 +62,12 @@ pub struct Stats {
     pub io: usize,
     /// Items waiting in the queue.
     pub queued: usize,
+    /// User messages from other threads and localities waiting in the inbox
+    /// (at most its capacity, see [`Locality::set_inbox_capacity`]).
+    pub inbox: usize,
+    /// Messages from actors here dropped because the inbox of the
+    /// destination's locality was full.
+    pub dropped_full: u64,
 }
 
 /// The sequential execution context: actors, addresses, subscriptions, timers
@@ -243,6 +251,8 @@ impl Locality {
                 break;
             }
         }
+        // What actors here sent to other localities goes in one batch each.
+        self.core.flush_outboxes();
         // A handle dropped during this dispatch (by an actor here, or by
         // another thread) set the mail flag, which the loop above may have
         // consumed: look again, or nothing would wake us to finish.
@@ -258,6 +268,33 @@ impl Locality {
             done += self.dispatch(now);
         }
         done
+    }
+
+    /// Sets how many user messages from other threads (and from actors of
+    /// other localities) may wait in this locality's inbox; when it is full,
+    /// [`Address::send`] hands the message back with
+    /// [`ErrorCode::InboxFull`], [`Address::send_blocking`] waits, and
+    /// [`Context::send`](crate::Context::send) drops it and counts it in
+    /// [`Stats::dropped_full`]. Framework traffic and replies are never
+    /// refused for room. Default: [`DEFAULT_INBOX_CAPACITY`]; values above
+    /// [`MAX_INBOX_CAPACITY`] are taken as it. Lowering it refuses new
+    /// messages until the inbox drains below it; nothing admitted is dropped.
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`] for zero.
+    pub fn set_inbox_capacity(&mut self, capacity: usize) -> Result<()> {
+        if capacity == 0 {
+            return Err(Error::new(ErrorCode::InvalidArgument)
+                .with_context("an inbox capacity of zero would refuse every message"));
+        }
+        self.core
+            .shared
+            .set_inbox_capacity(capacity.min(MAX_INBOX_CAPACITY));
+        Ok(())
+    }
+
+    /// The inbox capacity (see [`set_inbox_capacity`](Locality::set_inbox_capacity)).
+    pub fn inbox_capacity(&self) -> usize {
+        self.core.shared.inbox_capacity()
     }
 
     /// Sets how many items one `dispatch` handles at most (at least 1).
@@ -390,10 +427,13 @@ impl Locality {
     /// Sends a message from outside any actor (from the loop's own code).
     /// Inspection shows its sender as `outside`.
     ///
-    /// Errors: the message is handed back if this locality has finished. A
-    /// message for an address of another locality that has finished is
-    /// dropped and counted in [`Stats::dropped_closed`] instead; use
-    /// [`Address::send`] to get it back.
+    /// To an address of this locality, the message is queued (no bound: the
+    /// loop's own code is not throttled). To another locality, this is
+    /// [`Address::send`]: it never blocks.
+    ///
+    /// Errors, with the message handed back: [`ErrorCode::LocalityFinished`]
+    /// if this locality or the destination's has finished;
+    /// [`ErrorCode::InboxFull`] if the destination's inbox is full.
     pub fn send<M: Send + 'static>(
         &mut self,
         to: &Address,
@@ -408,7 +448,7 @@ impl Locality {
             return to.0.locality.post_user(to.key(), Key::NONE, message);
         }
         // What this thread posted with `Address::send` before comes first.
-        self.core.drain_mail();
+        self.core.drain_all_mail();
         self.core.send(to, Key::NONE, message);
         Ok(())
     }
@@ -493,6 +533,7 @@ impl Locality {
             io: c.io.borrow().len(),
             requests: c.requests.len(),
             queued: c.queue.len(),
+            inbox: c.shared.inbox_len(),
             ..c.stats
         }
     }

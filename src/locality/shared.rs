@@ -1,13 +1,15 @@
 //! The part of a locality that other threads may touch: its identity, its
 //! cross-thread inbox and its `mio::Waker`.
 
+use super::inbox::{Inbox, Mail, Refused};
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, SendError};
 use crate::locality::Core;
 use crate::message::UserEnvelope;
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Something posted from another thread, made local again by the receiving locality.
 pub(crate) trait Remote: Any + Send {
@@ -18,23 +20,12 @@ pub(crate) trait Remote: Any + Send {
     fn refuse(self: Box<Self>) {}
 }
 
-struct Inbox {
-    closed: bool,
-    items: Vec<Box<dyn Remote>>,
-}
-
 /// Identity, inbox and waker of one locality; shared by every address it made.
 pub(crate) struct LocalityShared {
     pub(crate) id: u32,
     pub(crate) name: String,
-    inbox: Mutex<Inbox>,
+    inbox: Inbox,
     waker: OnceLock<mio::Waker>,
-    /// Mail may be waiting (set by senders, cleared when the inbox is taken).
-    wake_pending: AtomicBool,
-    /// The loop may be blocked in `poll`: senders must use the waker. Always
-    /// `true` for an embedded locality; a `System` clears it while it runs
-    /// and sets it just before blocking.
-    parked: AtomicBool,
     /// Live `LocalityHandle`s: while any exists, more may be spawned here.
     handles: AtomicUsize,
     /// Set once an actor was anchored here or a handle was made.
@@ -49,21 +40,11 @@ impl LocalityShared {
         LocalityShared {
             id,
             name: name.unwrap_or_else(|| format!("L{id}")),
-            inbox: Mutex::new(Inbox {
-                closed: false,
-                items: Vec::new(),
-            }),
+            inbox: Inbox::new(),
             waker: OnceLock::new(),
-            wake_pending: AtomicBool::new(false),
-            parked: AtomicBool::new(true),
             handles: AtomicUsize::new(0),
             served: AtomicBool::new(false),
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inbox> {
-        // A panic while the lock is held cannot leave the Vec half-written.
-        self.inbox.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The error for anything refused because this locality has finished.
@@ -71,7 +52,33 @@ impl LocalityShared {
         Error::new(ErrorCode::LocalityFinished).with_context(self.name.clone())
     }
 
-    /// Posts a user message from any thread; hands it back if the locality has finished.
+    /// The error for a message refused because the inbox is full.
+    pub(crate) fn full_error(&self) -> Error {
+        Error::new(ErrorCode::InboxFull).with_context(format!(
+            "{}: {} user messages wait in its inbox",
+            self.name,
+            self.inbox.capacity()
+        ))
+    }
+
+    /// Admits one user message (to be pushed now, or later in a batch):
+    /// [`ErrorCode::InboxFull`] if the inbox is full,
+    /// [`ErrorCode::LocalityFinished`] if the locality has finished.
+    pub(crate) fn admit_user(&self) -> Result<(), Error> {
+        self.inbox.admit_user().map_err(|why| match why {
+            Refused::Full => self.full_error(),
+            Refused::Closed => self.finished_error(),
+        })
+    }
+
+    /// Admits a reply (never refused for room); `false` if the locality has finished.
+    pub(crate) fn admit_reply(&self) -> bool {
+        self.inbox.admit_reply()
+    }
+
+    /// Posts a user message from any thread, if the inbox has room; hands it
+    /// back with [`ErrorCode::InboxFull`] if not, with
+    /// [`ErrorCode::LocalityFinished`] if the locality has finished.
     /// `sender` is `Key::REMOTE` for an actor elsewhere, `Key::NONE` from outside any actor.
     pub(crate) fn post_user<M: Send + 'static>(
         &self,
@@ -79,31 +86,84 @@ impl LocalityShared {
         sender: Key,
         message: M,
     ) -> Result<(), SendError<M>> {
-        let mut inbox = self.lock();
-        if inbox.closed {
-            let error = self.finished_error();
+        if let Err(error) = self.admit_user() {
             return Err(SendError { message, error });
         }
-        inbox.items.push(Box::new(UserEnvelope {
+        let envelope = Box::new(UserEnvelope {
             dest,
             sender,
             message,
-        }));
-        drop(inbox);
-        self.wake();
-        Ok(())
+        });
+        match self.inbox.push_user(envelope) {
+            Ok(()) => {
+                self.wake();
+                Ok(())
+            }
+            Err(item) => {
+                // Closed since admitted: nothing was refused, hand it back.
+                let item: Box<dyn Any> = item;
+                let envelope = item
+                    .downcast::<UserEnvelope<M>>()
+                    .expect("the inbox hands back what it was given");
+                let error = self.finished_error();
+                Err(SendError {
+                    message: envelope.message,
+                    error,
+                })
+            }
+        }
     }
 
-    /// Posts framework traffic; `false` if the locality has finished (dropped by design).
-    pub(crate) fn post(&self, item: Box<dyn Remote>) -> bool {
-        let mut inbox = self.lock();
-        if inbox.closed {
-            return false;
+    /// As [`post_user`](Self::post_user), but waits for room until
+    /// `deadline` (`None`: for as long as it takes). Never waits on a thread
+    /// that runs a locality (it could be the one that must drain).
+    pub(crate) fn post_user_waiting<M: Send + 'static>(
+        &self,
+        dest: Key,
+        message: M,
+        deadline: Option<Instant>,
+    ) -> Result<(), SendError<M>> {
+        let mut message = message;
+        loop {
+            match self.post_user(dest, Key::NONE, message) {
+                Err(e) if e.error.code() == ErrorCode::InboxFull => message = e.message,
+                result => return result,
+            }
+            if super::inbox::runs_a_locality() {
+                let error = Error::new(ErrorCode::InboxFull).with_context(format!(
+                    "{}: the inbox is full, and a thread that runs a locality never waits",
+                    self.name
+                ));
+                return Err(SendError { message, error });
+            }
+            if !self.inbox.wait_for_room(deadline) {
+                let error = self.full_error();
+                return Err(SendError { message, error });
+            }
         }
-        inbox.items.push(item);
-        drop(inbox);
-        self.wake();
-        true
+    }
+
+    /// Posts framework traffic (drained before user traffic, never refused
+    /// for room); `false` if the locality has finished (dropped by design).
+    pub(crate) fn post(&self, item: Box<dyn Remote>) -> bool {
+        let posted = self.inbox.post_urgent(item);
+        if posted {
+            self.wake();
+        }
+        posted
+    }
+
+    /// User messages waiting in the inbox.
+    pub(crate) fn inbox_len(&self) -> usize {
+        self.inbox.user_len()
+    }
+
+    pub(crate) fn inbox_capacity(&self) -> usize {
+        self.inbox.capacity()
+    }
+
+    pub(crate) fn set_inbox_capacity(&self, capacity: usize) {
+        self.inbox.set_capacity(capacity);
     }
 
     pub(crate) fn handle_made(&self) {
@@ -133,11 +193,7 @@ impl LocalityShared {
     /// Wakes the loop, unless a wake is already pending or the loop is
     /// running (it will see the mail before it blocks).
     pub(crate) fn wake(&self) {
-        // A plain load first: with a wake already pending (a busy receiver),
-        // the sender skips the read-modify-write.
-        if !self.wake_pending.load(Ordering::SeqCst)
-            && !self.wake_pending.swap(true, Ordering::SeqCst)
-            && self.parked.load(Ordering::SeqCst)
+        if self.inbox.flag_mail()
             && let Some(waker) = self.waker.get()
             && let Err(e) = waker.wake()
         {
@@ -148,48 +204,124 @@ impl LocalityShared {
     /// The loop is running (`false`) or about to block (`true`). Returns,
     /// when parking, whether mail came meanwhile (then it must not block).
     pub(crate) fn set_parked(&self, parked: bool) -> bool {
-        self.parked.store(parked, Ordering::SeqCst);
-        parked && self.wake_pending.load(Ordering::SeqCst)
+        self.inbox.set_parked(parked)
     }
 
     /// `true` if something may be waiting in the inbox.
     pub(crate) fn has_mail(&self) -> bool {
-        self.wake_pending.load(Ordering::SeqCst)
+        self.inbox.has_mail()
     }
 
-    /// Moves everything posted so far into `into` (which should be empty).
-    pub(crate) fn take_mail(&self, into: &mut Vec<Box<dyn Remote>>) {
-        self.wake_pending.store(false, Ordering::SeqCst);
-        std::mem::swap(&mut self.lock().items, into);
+    /// Moves what was posted into `into` (which should be empty): all
+    /// framework traffic, then at most `user_limit` user messages.
+    pub(crate) fn take_mail(&self, into: &mut Vec<Box<dyn Remote>>, user_limit: usize) {
+        self.inbox.take(into, user_limit);
     }
 
     pub(crate) fn set_waker(&self, waker: mio::Waker) -> bool {
         self.waker.set(waker).is_ok()
     }
 
-    /// Refuses everything from now on and drops what is queued.
+    /// Refuses everything from now on and refuses what is queued.
     pub(crate) fn close(&self) {
-        let items = {
-            let mut inbox = self.lock();
-            inbox.closed = true;
-            std::mem::take(&mut inbox.items)
-        };
-        for item in items {
-            item.refuse();
-        }
+        self.inbox.close();
     }
 
-    /// Closes the inbox if nothing waits in it (at once, under its lock, so
-    /// that nothing posted meanwhile is lost); `false` if something does.
+    /// Closes the inbox if nothing waits in it (at once, so that nothing
+    /// posted meanwhile is lost); `false` if something does.
     pub(crate) fn close_if_empty(&self) -> bool {
-        let mut inbox = self.lock();
-        if inbox.items.is_empty() {
-            inbox.closed = true;
-        }
-        inbox.closed
+        self.inbox.close_if_empty()
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.lock().closed
+        self.inbox.is_closed()
+    }
+}
+
+/// `deadline` for a wait of `timeout` from now; `None` if too far to tell.
+pub(crate) fn deadline_after(timeout: Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
+}
+
+/// What one locality sends to another, admitted there (counted against its
+/// bound) and not yet pushed: user messages and replies, in the order sent,
+/// consecutive user messages of one type in one run (one box). Flushed as
+/// one batch, one channel operation, at the end of each dispatch, when it
+/// holds `OUTBOX_FLUSH` messages, and when dropped.
+pub(crate) struct Outbox {
+    to: Arc<LocalityShared>,
+    items: Vec<Mail>,
+    messages: usize,
+}
+
+/// An outbox this full is flushed at once (it bounds the batch and the
+/// delay a long dispatch adds).
+pub(crate) const OUTBOX_FLUSH: usize = 256;
+
+impl Outbox {
+    pub(crate) fn new(to: Arc<LocalityShared>) -> Outbox {
+        Outbox {
+            to,
+            items: Vec::new(),
+            messages: 0,
+        }
+    }
+
+    pub(crate) fn to(&self) -> &LocalityShared {
+        &self.to
+    }
+
+    /// Appends a user message admitted by [`LocalityShared::admit_user`]:
+    /// to the run of its type at the end, if there is one.
+    pub(crate) fn push_user<M: Send + 'static>(&mut self, envelope: UserEnvelope<M>) {
+        let envelope = match self.items.last_mut() {
+            Some(last) => match last.append(envelope) {
+                Ok(()) => return self.pushed(),
+                Err(envelope) => envelope,
+            },
+            None => envelope,
+        };
+        self.items.push(Mail::new(Box::new(envelope)));
+        self.pushed();
+    }
+
+    /// Appends an item admitted by [`LocalityShared::admit_reply`].
+    pub(crate) fn push(&mut self, item: Box<dyn Remote>) {
+        self.items.push(Mail::new(item));
+        self.pushed();
+    }
+
+    fn pushed(&mut self) {
+        self.messages += 1;
+        if self.messages >= OUTBOX_FLUSH {
+            self.flush();
+        }
+    }
+
+    /// Pushes what waits here to the other locality and wakes it. If it has
+    /// finished meanwhile, the items are dropped (messages and replies need
+    /// no answer).
+    pub(crate) fn flush(&mut self) {
+        self.messages = 0;
+        let pushed = match self.items.len() {
+            0 => return,
+            1 => {
+                let mail = self.items.pop().expect("one item");
+                self.to.inbox.push_mail(mail)
+            }
+            n => {
+                let batch = std::mem::replace(&mut self.items, Vec::with_capacity(n));
+                self.to.inbox.push_batch(batch)
+            }
+        };
+        if pushed {
+            self.to.wake();
+        }
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        self.flush();
     }
 }

@@ -11,6 +11,7 @@
 use crate::actor::ActorState;
 use crate::address::Address;
 use crate::arena::Key;
+use crate::error::ErrorCode;
 use crate::lifecycle::{self, SystemMsg};
 use crate::locality::Core;
 use crate::locality::shared::LocalityShared;
@@ -59,12 +60,14 @@ impl<M: Clone + Send + 'static> Install for Forward<M> {
         let own = Rc::new(std::cell::Cell::new(Key::NONE));
         let this = own.clone();
         let forward = FnHandler::new(move |core: &mut Core, message: &M| {
-            // The subscriber's locality has finished: nobody will hear it again.
-            if to
-                .post_user(identity, Key::REMOTE, message.clone())
-                .is_err()
-            {
-                subscription::unsubscribe(core, this.get());
+            match to.post_user(identity, Key::REMOTE, message.clone()) {
+                Ok(()) => {}
+                // A full inbox drops this copy, as for any send from here.
+                Err(e) if e.error.code() == ErrorCode::InboxFull => core.stats.dropped_full += 1,
+                // The subscriber's locality has finished: nobody will hear it again.
+                Err(_) => {
+                    subscription::unsubscribe(core, this.get());
+                }
             }
         });
         let sub = subscription::subscribe::<M>(core, address, Key::NONE, Box::new(forward))?;

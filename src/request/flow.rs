@@ -127,7 +127,7 @@ pub(crate) fn reply<R: Request>(
             response,
             settled: false,
         };
-        if !to.0.locality.post(Box::new(envelope)) {
+        if !core.post_reply(to, Box::new(envelope)) {
             core.stats.dropped_closed += 1;
         }
     }
