@@ -116,6 +116,11 @@ pub enum ErrorCode {
     /// [`Address::send_blocking`](crate::Address::send_blocking).
     #[error("inbox full")]
     InboxFull,
+    /// Misuse: a backend was driven outside its event loop: the tokio
+    /// backend outside a tokio runtime, or on one without I/O or timers
+    /// enabled; the context says which.
+    #[error("no runtime")]
+    NoRuntime,
 }
 
 impl ErrorCode {

@@ -298,6 +298,7 @@
 //! `benchmarks.md`, `coming-from-rotor.md`,
 //! `coming-from-actix-or-stakker.md`. Every file in `examples/` opens with
 //! what it shows and how to run it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![deny(
     missing_docs,
@@ -309,10 +310,14 @@
 mod actor;
 mod address;
 mod arena;
+pub mod backend;
 mod builder;
 mod context;
 mod dead_letter;
+pub mod embed;
 mod error;
+mod future;
+pub mod guide;
 pub mod inspect;
 mod io;
 mod lifecycle;
@@ -327,6 +332,7 @@ mod spawn;
 mod subscription;
 mod supervisor;
 mod system;
+pub mod testing;
 mod timer;
 
 pub use actor::{Actor, ActorState};
@@ -335,6 +341,7 @@ pub use builder::{Builder, Elsewhere, Here};
 pub use context::{Context, Discovery, SubscriptionId};
 pub use dead_letter::{DeadLetter, DeadLetterReason};
 pub use error::{Error, ErrorCode, Result, SendError};
+pub use future::FutureId;
 pub use io::{Io, IoGuard, IoId};
 pub use locality::{
     DEFAULT_BUDGET, DEFAULT_INBOX_CAPACITY, Locality, LocalityHandle, MAX_INBOX_CAPACITY,
@@ -360,7 +367,7 @@ pub use mio;
 pub mod prelude {
     pub use crate::{
         Actor, ActorState, Address, CancelRequest, Context, DeadLetter, Error, ErrorCode,
-        InitFailurePolicy, Io, IoGuard, Locality, LocalityHandle, Plugin, Request, RequestId,
+        FutureId, InitFailurePolicy, Io, IoGuard, Locality, LocalityHandle, Plugin, Request, RequestId,
         RequestMsg, Response, RestartPolicy, SubscriptionId, Supervisor, SupervisorConfig, System,
         TimerId, ViolationAction, Vote,
     };

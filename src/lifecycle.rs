@@ -509,6 +509,7 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         }
     }
     crate::subscription::remove_address(core, main);
+    crate::future::actor_gone(core, me);
     let Some(mut cell) = core.actors.remove(me) else {
         return;
     };

@@ -45,6 +45,8 @@ pub(crate) struct Core {
     /// The locality's id (as in `shared`), kept here: one load less per send.
     id: u32,
     pub(crate) io: SharedIo,
+    /// Futures started by actors (`Context::spawn_future`).
+    pub(crate) futures: crate::future::Futures,
     pub(crate) timers: Timers<TimerAction>,
     /// The start sequence of the next timer (timers and requests share it).
     pub(crate) timer_seq: u64,
@@ -81,6 +83,7 @@ impl Core {
         let shared = Arc::new(LocalityShared::new(name));
         Core {
             io: IoTable::new(shared.id),
+            futures: Default::default(),
             id: shared.id,
             shared,
             now,

@@ -3,6 +3,7 @@
 mod core;
 #[cfg(test)]
 mod direct_tests;
+mod embed;
 pub(crate) mod fire;
 mod handle;
 mod inbox;
@@ -21,6 +22,7 @@ use crate::builder::{Builder, Parent};
 use crate::error::{Error, ErrorCode, Result, SendError};
 use crate::inspect::Sink;
 use crate::lifecycle;
+use embed::PollClaim;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -60,6 +62,9 @@ pub struct Stats {
     pub requests: usize,
     /// Registered I/O sources.
     pub io: usize,
+    /// Futures started by actors ([`Context::spawn_future`](crate::Context::spawn_future))
+    /// and not finished yet.
+    pub futures: usize,
     /// Items waiting in the queue.
     pub queued: usize,
     /// User messages from other threads and localities waiting in the inbox
@@ -170,25 +175,20 @@ impl Locality {
     ///
     /// Errors: [`ErrorCode::TokenClash`] if `token` is reserved (at or above
     /// [`RESERVED_TOKENS`]); [`ErrorCode::AlreadyRegisteredOnPoll`] if the
-    /// locality is registered already, or if this poll already carries
-    /// another locality (mio allows one waker per poll); [`ErrorCode::Io`]
-    /// from mio.
+    /// locality is driven by a loop already (registered, given a
+    /// [waker](Locality::set_waker), or in a backend), or if this poll
+    /// already carries another locality (mio allows one waker per poll);
+    /// [`ErrorCode::Io`] from mio.
     pub fn register(&mut self, registry: &mio::Registry, token: mio::Token) -> Result<()> {
         if token.0 >= RESERVED_TOKENS {
             return Err(Error::new(ErrorCode::TokenClash)
                 .with_context(format!("token {} is reserved", token.0)));
         }
-        if self.waker_token.is_some() {
-            return Err(Error::new(ErrorCode::AlreadyRegisteredOnPoll)
-                .with_context(self.name().to_string()));
-        }
+        self.check_not_driven()?;
         let poll = PollClaim::claim(registry, self.name())?;
         let waker = mio::Waker::new(registry, token)?;
-        self.core
-            .io
-            .borrow_mut()
-            .set_registry(registry.try_clone()?);
-        self.core.shared.set_waker(waker);
+        self.attach_io(registry)?;
+        self.core.shared.set_waker(shared::Waker::Mio(waker));
         self.waker_token = Some(token);
         self.poll = Some(poll);
         Ok(())
@@ -235,6 +235,7 @@ impl Locality {
         let mut done = 0;
         while done < budget && !core.is_finished() {
             core.drain_mail();
+            done += crate::future::poll_ready(core);
             // Only the timers due when this round began: a timer that
             // re-arms itself at once waits for the next round, so it cannot
             // starve the queue, the inbox or the poll.
@@ -531,55 +532,12 @@ impl Locality {
             subscriptions: c.routes.subscriptions(),
             timers: c.timers.len() + c.requests.len(),
             io: c.io.borrow().len(),
+            futures: c.futures.len(),
             requests: c.requests.len(),
             queued: c.queue.len(),
             inbox: c.shared.inbox_len(),
             ..c.stats
         }
-    }
-}
-
-/// A poll that holds a locality's waker: mio allows one waker per poll, so a
-/// second locality on the same poll is refused with an error (mio would panic).
-#[derive(Debug)]
-struct PollClaim {
-    #[cfg(unix)]
-    fd: std::os::fd::RawFd,
-}
-
-#[cfg(unix)]
-static CLAIMED_POLLS: std::sync::Mutex<Vec<std::os::fd::RawFd>> = std::sync::Mutex::new(Vec::new());
-
-impl PollClaim {
-    #[cfg(unix)]
-    fn claim(registry: &mio::Registry, name: &str) -> Result<PollClaim> {
-        let fd = std::os::fd::AsRawFd::as_raw_fd(registry);
-        let mut claimed = CLAIMED_POLLS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if claimed.contains(&fd) {
-            let why = format!(
-                "{name}: this poll already has a locality's waker (mio allows one per poll)"
-            );
-            return Err(Error::new(ErrorCode::AlreadyRegisteredOnPoll).with_context(why));
-        }
-        claimed.push(fd);
-        Ok(PollClaim { fd })
-    }
-
-    #[cfg(not(unix))]
-    fn claim(_: &mio::Registry, _: &str) -> Result<PollClaim> {
-        Ok(PollClaim {})
-    }
-}
-
-impl Drop for PollClaim {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        CLAIMED_POLLS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .retain(|&fd| fd != self.fd);
     }
 }
 

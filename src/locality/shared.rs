@@ -1,5 +1,6 @@
 //! The part of a locality that other threads may touch: its identity, its
-//! cross-thread inbox and its `mio::Waker`.
+//! cross-thread inbox and its waker (a `mio::Waker`, or a function of the
+//! loop that drives it).
 
 use super::inbox::{Inbox, Mail, Refused};
 use crate::arena::Key;
@@ -25,11 +26,19 @@ pub(crate) struct LocalityShared {
     pub(crate) id: u32,
     pub(crate) name: String,
     inbox: Inbox,
-    waker: OnceLock<mio::Waker>,
+    waker: OnceLock<Waker>,
     /// Live `LocalityHandle`s: while any exists, more may be spawned here.
     handles: AtomicUsize,
     /// Set once an actor was anchored here or a handle was made.
     served: AtomicBool,
+}
+
+/// How a locality's loop is woken from other threads (set once).
+pub(crate) enum Waker {
+    /// The `mio::Waker` of the poll it is registered on.
+    Mio(mio::Waker),
+    /// A function of the loop that drives it (`Locality::set_waker`, the backends).
+    Callback(Box<dyn Fn() + Send + Sync>),
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(0);
@@ -195,9 +204,28 @@ impl LocalityShared {
     pub(crate) fn wake(&self) {
         if self.inbox.flag_mail()
             && let Some(waker) = self.waker.get()
-            && let Err(e) = waker.wake()
         {
-            tracing::warn!(locality = %self.name, error = %e, "waking the locality failed");
+            self.call_waker(waker);
+        }
+    }
+
+    #[cold]
+    fn call_waker(&self, waker: &Waker) {
+        match waker {
+            Waker::Mio(waker) => {
+                if let Err(e) = waker.wake() {
+                    tracing::warn!(locality = %self.name, error = %e, "waking the locality failed");
+                }
+            }
+            // User code, called on the sender's thread: a panic there must
+            // not unwind into the sender (another locality's dispatch, say).
+            Waker::Callback(wake) => {
+                let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(wake));
+                if let Err(payload) = called {
+                    let what = crate::actor::panic_message(payload.as_ref());
+                    tracing::error!(locality = %self.name, panic = %what, "the waker panicked");
+                }
+            }
         }
     }
 
@@ -218,8 +246,13 @@ impl LocalityShared {
         self.inbox.take(into, user_limit);
     }
 
-    pub(crate) fn set_waker(&self, waker: mio::Waker) -> bool {
+    pub(crate) fn set_waker(&self, waker: Waker) -> bool {
         self.waker.set(waker).is_ok()
+    }
+
+    /// `true` once a loop's waker is set (the locality is driven by a loop).
+    pub(crate) fn has_waker(&self) -> bool {
+        self.waker.get().is_some()
     }
 
     /// Refuses everything from now on and refuses what is queued.
