@@ -205,7 +205,7 @@ impl Driver {
     }
 
     /// The poll's registry (for a backend that watches the descriptor).
-    #[cfg(unix)]
+    #[cfg(all(unix, any(feature = "tokio", feature = "calloop")))]
     pub(crate) fn registry(&self) -> &mio::Registry {
         self.poll.registry()
     }
