@@ -16,7 +16,9 @@
 //!   figure depends on how full the tables are).
 //!
 //! `cargo bench` runs both; `cargo bench --bench workloads -- w3` runs one
-//! workload of one target.
+//! workload of one target. With the features `tokio` and `calloop`
+//! (`cargo bench --all-features`), `w1` and `w3` also run on those backends
+//! (`w1_pingpong_tokio`, `w3_reqresp_calloop`, ...).
 
 use commutator::prelude::*;
 use std::cell::Cell;
@@ -572,4 +574,28 @@ pub fn main(counters: Option<&'static dyn Counters>) {
     if run("w6_scale") {
         pingpong("w6_scale", N_IDLE / usize::from(SCALE_DIV.load(Relaxed)));
     }
+    #[cfg(all(unix, feature = "tokio"))]
+    {
+        if run("w1_pingpong_tokio") {
+            backends::w1(backends::Backend::Tokio);
+        }
+        if run("w3_reqresp_tokio") {
+            backends::w3(backends::Backend::Tokio);
+        }
+    }
+    #[cfg(all(unix, feature = "calloop"))]
+    {
+        if run("w1_pingpong_calloop") {
+            backends::w1(backends::Backend::Calloop);
+        }
+        if run("w3_reqresp_calloop") {
+            backends::w3(backends::Backend::Calloop);
+        }
+    }
 }
+
+// ---------------- w1 and w3 on the backends (features `tokio`, `calloop`) ----------------
+
+#[cfg(all(unix, any(feature = "tokio", feature = "calloop")))]
+#[path = "backends.rs"]
+mod backends;

@@ -47,22 +47,24 @@ struct Batcher {
 
 impl Actor for Batcher {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|me: &mut Self, job: &Job, ctx: &mut Context<'_, Self>| match job {
-            Job::Add(n) => {
-                me.held.push(*n);
-                if !me.ticking {
-                    me.ticking = true;
-                    ctx.start_timer(Duration::from_millis(10), |me: &mut Self, ctx, _| {
-                        me.ticking = false;
-                        me.flush(ctx);
-                    });
+        ctx.subscribe(
+            |me: &mut Self, job: &Job, ctx: &mut Context<'_, Self>| match job {
+                Job::Add(n) => {
+                    me.held.push(*n);
+                    if !me.ticking {
+                        me.ticking = true;
+                        ctx.start_timer(Duration::from_millis(10), |me: &mut Self, ctx, _| {
+                            me.ticking = false;
+                            me.flush(ctx);
+                        });
+                    }
                 }
-            }
-            Job::NoMore => {
-                me.flush(ctx);
-                ctx.shutdown_supervisor(); // the adder's batches are queued before this
-            }
-        });
+                Job::NoMore => {
+                    me.flush(ctx);
+                    ctx.shutdown_supervisor(); // the adder's batches are queued before this
+                }
+            },
+        );
     }
 }
 

@@ -35,29 +35,33 @@ struct Front;
 
 impl Actor for Front {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|_: &mut Self, conn: &Accepted, ctx: &mut Context<'_, Self>| {
-            let stream = match conn.0.try_clone().and_then(|s| {
-                s.set_nonblocking(true)?;
-                Ok(TcpStream::from_std(s))
-            }) {
-                Ok(stream) => stream,
-                Err(e) => return eprintln!("front: cannot take the connection: {e}"),
-            };
-            let front = ctx.address().clone();
-            let session = Session {
-                stream: Some(stream),
-                io: None,
-                front,
-                pending: Vec::new(),
-            };
-            if let Err(e) = ctx.spawn(session).name("session").finish() {
-                eprintln!("front: cannot start a session: {e}");
-            }
-        });
-        ctx.subscribe(|_: &mut Self, _: &ShutdownAsked, ctx: &mut Context<'_, Self>| {
-            println!("front: shutdown asked, the tree goes");
-            ctx.shutdown_supervisor();
-        });
+        ctx.subscribe(
+            |_: &mut Self, conn: &Accepted, ctx: &mut Context<'_, Self>| {
+                let stream = match conn.0.try_clone().and_then(|s| {
+                    s.set_nonblocking(true)?;
+                    Ok(TcpStream::from_std(s))
+                }) {
+                    Ok(stream) => stream,
+                    Err(e) => return eprintln!("front: cannot take the connection: {e}"),
+                };
+                let front = ctx.address().clone();
+                let session = Session {
+                    stream: Some(stream),
+                    io: None,
+                    front,
+                    pending: Vec::new(),
+                };
+                if let Err(e) = ctx.spawn(session).name("session").finish() {
+                    eprintln!("front: cannot start a session: {e}");
+                }
+            },
+        );
+        ctx.subscribe(
+            |_: &mut Self, _: &ShutdownAsked, ctx: &mut Context<'_, Self>| {
+                println!("front: shutdown asked, the tree goes");
+                ctx.shutdown_supervisor();
+            },
+        );
     }
 }
 
@@ -159,7 +163,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async move {
-        let bind = if selftest { "127.0.0.1:0" } else { "127.0.0.1:7878" };
+        let bind = if selftest {
+            "127.0.0.1:0"
+        } else {
+            "127.0.0.1:7878"
+        };
         let listener = tokio::net::TcpListener::bind(bind).await?;
         let at = listener.local_addr()?;
         println!("listening on {at}");

@@ -18,6 +18,18 @@
 //! `docs/embedding.md` (in the [guide](crate::guide::embedding)) shows the
 //! recipe for a GUI loop with a "wake" proxy. The tokio and calloop
 //! backends ([`crate::backend`]) are built on [`Driver`].
+//!
+//! **One loop, one thread.** A locality has one loop: [`Locality::set_waker`],
+//! [`Locality::register`], [`Driver`] and the backends refuse a locality a
+//! loop drives already ([`ErrorCode::AlreadyRegisteredOnPoll`](crate::ErrorCode::AlreadyRegisteredOnPoll)).
+//! And it stays on the thread that made it: a `Locality` (and a `Driver`)
+//! is `!Send`, so driving it from another thread does not compile:
+//!
+//! ```compile_fail
+//! let driver = commutator::embed::Driver::new(commutator::Locality::new())?;
+//! std::thread::spawn(move || drop(driver)); // error: the driver is not `Send`
+//! # Ok::<(), commutator::Error>(())
+//! ```
 
 use crate::error::{Error, Result};
 use crate::locality::Locality;

@@ -3,7 +3,7 @@
 //!
 //! The locality polls the futures itself, inside `dispatch`: on a
 //! [`System`](crate::System), on a loop of yours, and on the
-//! [tokio backend](crate::backend::tokio) alike. There the dispatch runs
+//! tokio backend (`backend::tokio`) alike. There the dispatch runs
 //! inside a tokio task, so a future sees the runtime (its timers, its
 //! reactor, `tokio::spawn_local`) and tokio's drivers wake it. A future's
 //! waker is made once, when it starts: waking it puts the future's key on
@@ -221,12 +221,7 @@ pub(crate) fn poll_ready(core: &mut Core) -> usize {
 }
 
 fn poll_one(core: &mut Core, key: Key) {
-    let Some(slot) = core
-        .futures
-        .0
-        .as_mut()
-        .and_then(|t| t.slots.get_mut(key))
-    else {
+    let Some(slot) = core.futures.0.as_mut().and_then(|t| t.slots.get_mut(key)) else {
         return; // finished or dropped since it woke
     };
     slot.waker.queued.store(false, Ordering::Release);
@@ -239,12 +234,7 @@ fn poll_one(core: &mut Core, key: Key) {
     let polled = catch_unwind(AssertUnwindSafe(|| task.poll(&mut cx, core, dest)));
     match polled {
         Ok(Poll::Pending) => {
-            if let Some(slot) = core
-                .futures
-                .0
-                .as_mut()
-                .and_then(|t| t.slots.get_mut(key))
-            {
+            if let Some(slot) = core.futures.0.as_mut().and_then(|t| t.slots.get_mut(key)) {
                 slot.task = Some(task);
             }
         }
@@ -281,12 +271,7 @@ fn remove(core: &mut Core, key: Key) -> Option<Box<dyn Task>> {
 
 /// The actor `me` shuts down: its futures are dropped unfinished.
 pub(crate) fn actor_gone(core: &mut Core, me: Key) {
-    let Some(keys) = core
-        .futures
-        .0
-        .as_mut()
-        .and_then(|t| t.by_actor.remove(&me))
-    else {
+    let Some(keys) = core.futures.0.as_mut().and_then(|t| t.by_actor.remove(&me)) else {
         return;
     };
     for key in keys {
@@ -304,7 +289,7 @@ impl<A: Actor> Context<'_, A> {
     ///
     /// The future need not be `Send`: the locality polls it on its own
     /// thread, woken through its inbox. On the
-    /// [tokio backend](crate::backend::tokio) it is polled inside the
+    /// tokio backend (`backend::tokio`) it is polled inside the
     /// locality's tokio task, so tokio-based libraries work in it. It is
     /// dropped unfinished if the actor shuts down first, or on
     /// [`cancel_future`](Context::cancel_future). A panic while polling it

@@ -6,11 +6,12 @@
 //! request, an asynchronous lifecycle voted on by plugins, and supervisor
 //! trees written in code, on a loop of its own or on yours.
 //!
-//! New to commutator? `docs/tutorial.md` (in the repository) goes from
-//! `cargo new` to two actors that find each other through the registry and
-//! talk with requests that time out; `examples/tutorial.rs` is the finished
-//! program. Coming from another framework: `docs/coming-from-rotor.md` and
-//! `docs/coming-from-actix-or-stakker.md`.
+//! New to commutator? The [tutorial](guide::tutorial) goes from `cargo new`
+//! to two actors that find each other through the registry and talk with
+//! requests that time out; `examples/tutorial.rs` is the finished program.
+//! Coming from another framework: [from rotor](guide::coming_from_rotor),
+//! [from actix or stakker](guide::coming_from_actix_or_stakker). The
+//! [`guide`] holds every page of the repository's `docs/`.
 //!
 //! ## The main types and how they relate
 //!
@@ -218,10 +219,37 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! In tests, skip the poll: give a `Locality` a manual clock with
-//! [`Locality::run_until_idle`] and [`Locality::next_deadline`], and timers
-//! fire without anyone sleeping (see the example on [`Locality`]).
-//! `docs/embedding.md` covers both loops and several threads in detail.
+//! **The loop your program already has.** The [`backend`]s: with the
+//! feature `tokio`, a `backend::tokio::TokioLocality` runs a locality as a
+//! task on a current-thread runtime, beside your tasks; with `calloop`, a
+//! `backend::calloop::LocalitySource` is a calloop event source beside your
+//! sources. For any other loop (a GUI toolkit's, say),
+//! the contract is [`Locality::dispatch`], [`Locality::poll_timeout`] and a
+//! wake-up: a function of yours ([`Locality::set_waker`]) or, on unix, the
+//! file descriptor of an [`embed::Driver`]; the [embedding
+//! guide](guide::embedding) has the recipe.
+//!
+//! **Async libraries.** An actor calls one with
+//! [`Context::spawn_future`]: the future's output comes back as a message on
+//! the actor's address; the future goes when the actor does. On the tokio
+//! backend it runs on tokio.
+//!
+//! In tests, skip the poll: a [`testing::Harness`] is a locality on a
+//! manual clock, stepped and advanced by hand (timers fire without anyone
+//! sleeping), with probes that collect what an address received; underneath
+//! are [`Locality::run_until_idle`] and [`Locality::next_deadline`] (see the
+//! example on [`Locality`]). The [embedding guide](guide::embedding) covers
+//! every loop and several threads in detail.
+//!
+//! ## Features
+//!
+//! None is on by default.
+//!
+//! - `tokio`: `backend::tokio`, a locality as a tokio task (unix).
+//! - `calloop`: `backend::calloop`, a locality as a calloop event source (unix).
+//!
+//! The docs on docs.rs are built with every feature; `cargo doc
+//! --all-features` builds them so locally.
 //!
 //! ## Guarantees, in brief
 //!
@@ -254,7 +282,8 @@
 //!   otherwise. A panic in user code (a handler, a hook, a timer, a factory)
 //!   is caught and becomes a failure of that actor (`ErrorCode::Panicked`).
 //!
-//! `docs/guarantees.md` states each one precisely, with its limits.
+//! The [guarantees page](guide::guarantees) states each one precisely, with
+//! its limits.
 //!
 //! ## Inspection
 //!
@@ -288,16 +317,18 @@
 //! Lines go to `tracing` (target `commutator::delivery`) when a subscriber is
 //! installed, else to stderr. [`Locality::stats`] counts deliveries and
 //! drops, [`Locality::state_of`] tells an actor's state, and the lifecycle is
-//! logged through `tracing`. `docs/inspection.md` explains how to read the
-//! lines.
+//! logged through `tracing`. The [inspection guide](guide::inspection)
+//! explains how to read the lines.
 //!
 //! ## Further reading
 //!
-//! In the repository's `docs/`: `tutorial.md`, `architecture.md`,
-//! `lifecycle.md`, `embedding.md`, `guarantees.md`, `inspection.md`,
-//! `benchmarks.md`, `coming-from-rotor.md`,
-//! `coming-from-actix-or-stakker.md`. Every file in `examples/` opens with
-//! what it shows and how to run it.
+//! The [`guide`] (the repository's `docs/`): [tutorial](guide::tutorial),
+//! [architecture](guide::architecture), [lifecycle](guide::lifecycle),
+//! [embedding](guide::embedding), [guarantees](guide::guarantees),
+//! [inspection](guide::inspection), [benchmarks](guide::benchmarks),
+//! [coming from rotor](guide::coming_from_rotor),
+//! [coming from actix or stakker](guide::coming_from_actix_or_stakker).
+//! Every file in `examples/` opens with what it shows and how to run it.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_code)]
 #![deny(
@@ -366,8 +397,8 @@ pub use mio;
 /// The names most programs need: `use commutator::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Actor, ActorState, Address, CancelRequest, Context, DeadLetter, Error, ErrorCode,
-        FutureId, InitFailurePolicy, Io, IoGuard, Locality, LocalityHandle, Plugin, Request, RequestId,
+        Actor, ActorState, Address, CancelRequest, Context, DeadLetter, Error, ErrorCode, FutureId,
+        InitFailurePolicy, Io, IoGuard, Locality, LocalityHandle, Plugin, Request, RequestId,
         RequestMsg, Response, RestartPolicy, SubscriptionId, Supervisor, SupervisorConfig, System,
         TimerId, ViolationAction, Vote,
     };

@@ -124,7 +124,8 @@ fn one_loop_per_locality() {
     let poll = commutator::mio::Poll::new().unwrap();
     // register, then a waker
     let mut a = Locality::named("a");
-    a.register(poll.registry(), commutator::mio::Token(0)).unwrap();
+    a.register(poll.registry(), commutator::mio::Token(0))
+        .unwrap();
     assert!(a.is_driven());
     let err = a.set_waker(|| {}).unwrap_err();
     assert_eq!(err.code(), ErrorCode::AlreadyRegisteredOnPoll);
@@ -169,8 +170,7 @@ fn a_locality_on_a_waker_alone_has_no_poll_for_io() {
             }
         }
     }
-    let listener =
-        commutator::mio::net::TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = commutator::mio::net::TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let mut locality = Locality::named("noio");
     locality.set_waker(|| {}).unwrap();
     locality

@@ -96,5 +96,8 @@ fn polling_a_future_allocates_nothing() {
     let few = cost(&mut t, &runner, 10);
     let many = cost(&mut t, &runner, 10_000);
     assert!(few > 0, "starting a future allocates");
-    assert_eq!(few, many, "10 polls cost {few} allocations, 10,000 cost {many}");
+    assert_eq!(
+        few, many,
+        "10 polls cost {few} allocations, 10,000 cost {many}"
+    );
 }

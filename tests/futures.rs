@@ -137,9 +137,15 @@ fn a_future_woken_from_another_thread_wakes_the_locality_through_its_waker() {
     assert_eq!(t.stats().futures, 1);
     let before = woken.load(Ordering::SeqCst);
     std::thread::spawn(move || later.set(9)).join().unwrap();
-    assert!(woken.load(Ordering::SeqCst) > before, "the wake reached the loop's waker");
+    assert!(
+        woken.load(Ordering::SeqCst) > before,
+        "the wake reached the loop's waker"
+    );
     assert!(t.has_pending(), "a dispatch is due");
-    assert!(got.borrow().is_empty(), "nothing runs until the loop dispatches");
+    assert!(
+        got.borrow().is_empty(),
+        "nothing runs until the loop dispatches"
+    );
     t.run_until_idle();
     assert_eq!(*got.borrow(), [9]);
 }
@@ -355,7 +361,10 @@ fn a_future_that_wakes_itself_forever_does_not_starve_the_locality() {
             t.dispatch(now); // returns: the budget bounds it
         }
         assert!(ticks.get() > 100, "the other actor ran: {}", ticks.get());
-        assert!(polls.load(Ordering::SeqCst) >= 20, "the future was polled each dispatch");
+        assert!(
+            polls.load(Ordering::SeqCst) >= 20,
+            "the future was polled each dispatch"
+        );
         assert!(t.has_pending());
     });
 }

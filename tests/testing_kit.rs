@@ -94,7 +94,10 @@ fn run_until_finished_fast_forwards_within_its_limit() {
     t.spawn_root(Heart::new(beats.address(), 60_000, 10))
         .finish()
         .unwrap();
-    assert!(!t.run_until_finished(ms(300_000)), "five minutes: half the beats");
+    assert!(
+        !t.run_until_finished(ms(300_000)),
+        "five minutes: half the beats"
+    );
     assert_eq!(beats.len(), 5);
     assert!(t.run_until_finished(ms(3_600_000)));
     assert_eq!(beats.len(), 10);

@@ -198,9 +198,8 @@ fn run_is_cancel_safe_and_resumes_on_another_runtime() {
     within(LIMIT, || {
         let (locality, got) = request_timeout();
         let mut app = TokioLocality::new(locality).expect("app");
-        let first = runtime().block_on(async {
-            tokio::time::timeout(Duration::from_millis(1), app.run()).await
-        });
+        let first = runtime()
+            .block_on(async { tokio::time::timeout(Duration::from_millis(1), app.run()).await });
         assert!(first.is_err(), "the request's 20 ms timeout had not passed");
         assert_eq!(*got.borrow(), None);
         runtime().block_on(app.run()).expect("a normal end");

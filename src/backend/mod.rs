@@ -1,10 +1,12 @@
 //! Backends: a [`Locality`](crate::Locality) inside the event loop a program
 //! already has. Each is an optional feature:
 //!
-//! - `tokio`: [`tokio::TokioLocality`], a locality as a task on a tokio
+//! - `tokio`: `tokio::TokioLocality`, a locality as a task on a tokio
 //!   current-thread runtime or `LocalSet`, beside the program's own tasks.
-//! - `calloop`: [`calloop::LocalitySource`], a locality as a calloop
+//! - `calloop`: `calloop::LocalitySource`, a locality as a calloop
 //!   `EventSource`, beside the program's own sources.
+//!
+//! (Each module is here when its feature is on, on unix.)
 //!
 //! Both are built on [`embed::Driver`](crate::embed::Driver) (unix: they
 //! watch its poll's file descriptor for the actors' I/O). For a loop not

@@ -15,6 +15,17 @@
 //! - **I/O readiness of its actors' sources**: the locality's poll
 //!   ([`Driver`]) is watched by tokio's reactor through `AsyncFd`.
 //!
+//! The future cannot go to a multi-threaded executor: `tokio::spawn` (which
+//! may move it to another thread) refuses it at compile time.
+//!
+//! ```compile_fail
+//! # use commutator::{backend::tokio::TokioLocality, Locality};
+//! # async fn f() -> Result<(), commutator::Error> {
+//! let mut app = TokioLocality::new(Locality::new())?;
+//! tokio::spawn(async move { app.run().await }); // error: the future is not `Send`
+//! # Ok(()) }
+//! ```
+//!
 //! Futures that actors start ([`Context::spawn_future`](crate::Context::spawn_future))
 //! are polled inside this task, so they see the tokio runtime: `tokio::time`,
 //! tokio sockets and tokio-based clients work in them.

@@ -146,4 +146,3 @@ impl Drop for PollClaim {
             .retain(|&fd| fd != self.fd);
     }
 }
-

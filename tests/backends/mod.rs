@@ -59,10 +59,12 @@ pub struct Player {
 impl Actor for Player {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
         ctx.subscribe(Self::on_ball);
-        ctx.subscribe(|me: &mut Self, other: &Address, ctx: &mut Context<'_, Self>| {
-            me.other = Some(other.clone());
-            ctx.send(other, Ball(1000));
-        });
+        ctx.subscribe(
+            |me: &mut Self, other: &Address, ctx: &mut Context<'_, Self>| {
+                me.other = Some(other.clone());
+                ctx.send(other, Ball(1000));
+            },
+        );
     }
 }
 
@@ -227,16 +229,23 @@ pub struct Waiter {
 }
 impl Actor for Waiter {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|me: &mut Self, knock: &Knock, ctx: &mut Context<'_, Self>| {
-            me.heard.set(knock.0);
-            ctx.shutdown_supervisor();
-        });
+        ctx.subscribe(
+            |me: &mut Self, knock: &Knock, ctx: &mut Context<'_, Self>| {
+                me.heard.set(knock.0);
+                ctx.shutdown_supervisor();
+            },
+        );
     }
 }
 
 /// The waiter, and a thread that knocks once it is told the loop is idle
 /// (send on the returned channel). Nothing else can wake the loop.
-pub fn cross_thread() -> (Locality, Rc<Cell<u32>>, mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+pub fn cross_thread() -> (
+    Locality,
+    Rc<Cell<u32>>,
+    mpsc::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
     let (mut locality, root) = tree("cross");
     let heard = Rc::new(Cell::new(0));
     let waiter = Waiter {
