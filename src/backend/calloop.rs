@@ -9,7 +9,8 @@
 //!   while the loop is about to sleep: a busy locality costs its senders
 //!   nothing);
 //! - **its next deadline**: a calloop timer set to
-//!   [`Locality::next_deadline`];
+//!   [`Locality::next_deadline`] (re-armed in place when it fires,
+//!   registered again only for an earlier deadline);
 //! - **I/O readiness of its actors' sources**: the locality's poll
 //!   ([`Driver`]) is a level-triggered calloop source;
 //! - **work left over** when a dispatch ran out of budget: the loop does
@@ -176,18 +177,25 @@ impl EventSource for LocalitySource {
             io = true;
             Ok(PostAction::Continue)
         })?;
-        let mut next = None;
+        // The timer: dispatch in its callback, and re-arm it in place for
+        // the next deadline (no registration again).
+        let mut fired = false;
+        let (driver, armed) = (&mut self.driver, &mut self.armed);
         self.timer.process_events(readiness, token, |_, _| {
-            next = Some(());
-            TimeoutAction::Drop
+            fired = true;
+            driver.locality().dispatch(Instant::now());
+            *armed = driver.locality().next_deadline();
+            match *armed {
+                Some(deadline) => TimeoutAction::ToInstant(deadline),
+                None => TimeoutAction::Drop,
+            }
         })?;
-        if next.is_some() {
-            self.armed = None; // fired: a new deadline is armed below
-        }
         if io {
             self.driver.poll_events()?;
         }
-        self.driver.locality().dispatch(Instant::now());
+        if !fired {
+            self.driver.locality().dispatch(Instant::now());
+        }
         if self.driver.is_finished() {
             if !self.reported {
                 self.reported = true;

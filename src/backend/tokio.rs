@@ -139,7 +139,8 @@ impl TokioLocality {
     ///
     /// Errors: [`ErrorCode::NoRuntime`] outside a tokio runtime, or on one
     /// built without I/O or timers (`enable_io`, `enable_time`, or
-    /// `enable_all`); [`ErrorCode::InvalidArgument`] if the locality has no
+    /// `enable_all`; tokio reports those as a panic, which is caught here,
+    /// though the panic hook still prints it); [`ErrorCode::InvalidArgument`] if the locality has no
     /// actor and no handle (it could never finish); [`ErrorCode::Io`] if its
     /// poll fails.
     pub async fn run(&mut self) -> Result<()> {
