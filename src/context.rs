@@ -440,7 +440,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if self.ignored("request") {
             return RequestId::NONE;
         }
-        let reply_to = self.address().clone();
+        let reply_to = self.address().key();
         request::send(self.core, self.me, reply_to, to, payload, timeout)
     }
 
@@ -473,7 +473,7 @@ impl<'a, A: Actor> Context<'a, A> {
         Ok(request::send(
             self.core,
             self.me,
-            reply_to.clone(),
+            reply_to.key(),
             to,
             payload,
             timeout,
