@@ -306,6 +306,7 @@ mod address;
 mod arena;
 mod builder;
 mod context;
+mod entity;
 mod error;
 pub mod inspect;
 mod io;
@@ -327,6 +328,7 @@ pub use actor::{Actor, ActorState};
 pub use address::Address;
 pub use builder::{Builder, Elsewhere, Here};
 pub use context::{Context, Discovery, SubscriptionId};
+pub use entity::{EntitySet, EntityStats, Keyed, Pool, PoolStats, PoolStrategy, StatsHandle};
 pub use error::{Error, ErrorCode, Result, SendError};
 pub use io::{Io, IoGuard, IoId};
 pub use locality::{
@@ -351,8 +353,9 @@ pub use mio;
 /// The names most programs need: `use commutator::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Actor, ActorState, Address, CancelRequest, Context, Error, ErrorCode, InitFailurePolicy,
-        Io, IoGuard, Locality, LocalityHandle, Request, RequestId, RequestMsg, Response,
-        RestartPolicy, SubscriptionId, Supervisor, SupervisorConfig, System, TimerId,
+        Actor, ActorState, Address, CancelRequest, Context, EntitySet, Error, ErrorCode,
+        InitFailurePolicy, Io, IoGuard, Keyed, Locality, LocalityHandle, Pool, PoolStrategy,
+        Request, RequestId, RequestMsg, Response, RestartPolicy, SubscriptionId, Supervisor,
+        SupervisorConfig, System, TimerId,
     };
 }

@@ -95,6 +95,7 @@ pub(crate) fn send<R: Request>(
             id,
             reply_to,
             payload,
+            watcher: None,
         },
     );
     id
@@ -107,6 +108,9 @@ pub(crate) fn reply<R: Request>(
     request: &RequestMsg<R>,
     result: Result<R::Response, Error>,
 ) {
+    if let Some(watcher) = &request.watcher {
+        core.send(watcher, me, super::Answered(request.id));
+    }
     let response = Response {
         id: request.id,
         request: request.payload.clone(),

@@ -220,6 +220,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
             if let Some(record) = sup_mut(core, me).and_then(|s| s.children.get_mut(slot)) {
                 record.restart_timer = Some(timer);
             }
+            crate::entity::watch::down(core, me, slot, child.0, &reason, true);
         }
         Decision::GiveUp(limit) => {
             let record = sup.children.remove(slot);
@@ -237,6 +238,7 @@ fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: 
                 None => reason,
             };
             let failed = !cause.is_normal();
+            crate::entity::watch::down(core, me, slot, child.0.clone(), &cause, false);
             if failed {
                 let then = if escalate {
                     "escalating"

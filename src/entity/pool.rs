@@ -1,0 +1,607 @@
+//! [`Pool`]: N identical workers behind one address, on this locality or
+//! spread over several, fed round-robin or to the least loaded.
+
+use super::settings::{ChildSettings, child_settings_methods};
+use super::watch::ChildEvent;
+use super::{StatsHandle, deliver_now, make_supervisor};
+use crate::actor::{Actor, ActorState};
+use crate::address::Address;
+use crate::arena::Key;
+use crate::context::Context;
+use crate::error::{Error, ErrorCode, Result};
+use crate::locality::LocalityHandle;
+use crate::request::{Answered, CancelRequest, Request, RequestId, RequestMsg};
+use crate::supervisor::restart::RestartPolicy;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// How a [`Pool`] picks the worker for the next message or request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PoolStrategy {
+    /// Each worker in turn (the default).
+    #[default]
+    RoundRobin,
+    /// The worker with the fewest requests in flight (forwarded, not yet
+    /// answered, cancelled or timed out); ties go round-robin. Plain
+    /// messages count no load: nothing tells when one is done.
+    LeastLoaded,
+}
+
+/// What a [`Pool`] counts; read it through [`Pool::stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PoolStats {
+    /// Workers serving now.
+    pub workers: usize,
+    /// Workers initializing or waiting for a restart.
+    pub starting: usize,
+    /// Messages and requests passed to a worker.
+    pub routed: u64,
+    /// Requests forwarded and not answered yet.
+    pub in_flight: usize,
+    /// Workers replaced after going down.
+    pub replaced: u64,
+    /// Requests the pool answered with an error because their worker went
+    /// down (or the pool did) before replying.
+    pub failed: u64,
+    /// Messages and requests refused (pool shutting down, no worker left,
+    /// buffer full); a refused request is answered with the error.
+    pub refused: u64,
+}
+
+/// A worker in rotation.
+struct Worker {
+    slot: usize,
+    address: Address,
+    /// Its actor's key, if it lives on this locality.
+    local: Option<Key>,
+    /// Requests in flight.
+    load: u32,
+}
+
+/// A request forwarded to a worker, kept to answer it if the worker goes.
+struct Flight {
+    slot: usize,
+    request: Box<dyn Outstanding>,
+}
+
+trait Outstanding {
+    /// Answers the request with `error`.
+    fn fail(&self, core: &mut crate::locality::Core, me: Key, error: Error);
+    /// Tells the worker at `to` that the request was cancelled.
+    fn cancelled(&self, core: &mut crate::locality::Core, me: Key, to: &Address, local: bool);
+}
+
+impl<R: Request> Outstanding for RequestMsg<R> {
+    fn fail(&self, core: &mut crate::locality::Core, me: Key, error: Error) {
+        crate::request::reply(core, me, self, Err(error));
+    }
+    fn cancelled(&self, core: &mut crate::locality::Core, me: Key, to: &Address, local: bool) {
+        let cancel = CancelRequest::<R> {
+            id: self.id,
+            reply_to: self.reply_to.clone(),
+            _request: PhantomData,
+        };
+        if local {
+            deliver_now(core, me, to.key(), &cancel);
+        } else {
+            core.send(to, me, cancel);
+        }
+    }
+}
+
+/// A message or request held until a worker can take it.
+trait Job<W: Actor> {
+    fn run(self: Box<Self>, pool: &mut Pool<W>, ctx: &mut Context<'_, Pool<W>>);
+    fn refuse(self: Box<Self>, ctx: &mut Context<'_, Pool<W>>, error: Error);
+}
+
+struct PlainJob<M>(M);
+
+impl<W: Actor, M: Clone + Send + 'static> Job<W> for PlainJob<M> {
+    fn run(self: Box<Self>, pool: &mut Pool<W>, ctx: &mut Context<'_, Pool<W>>) {
+        pool.on_message(&self.0, ctx);
+    }
+    fn refuse(self: Box<Self>, _: &mut Context<'_, Pool<W>>, _: Error) {}
+}
+
+struct RequestJob<R: Request>(RequestMsg<R>);
+
+impl<W: Actor, R: Request> Job<W> for RequestJob<R> {
+    fn run(self: Box<Self>, pool: &mut Pool<W>, ctx: &mut Context<'_, Pool<W>>) {
+        pool.on_request(&self.0, ctx);
+    }
+    fn refuse(self: Box<Self>, ctx: &mut Context<'_, Pool<W>>, error: Error) {
+        ctx.reply_error(&self.0, error);
+    }
+}
+
+type Route<W> = Box<dyn Fn(&mut Context<'_, Pool<W>>)>;
+
+/// N identical workers behind one address: a supervisor that makes them
+/// from one factory, here ([`size`](Pool::size)) and on other localities
+/// ([`on`](Pool::on)), and passes each message or request sent to its
+/// address to one of them, round-robin or to the least loaded
+/// ([`PoolStrategy`]).
+///
+/// A worker on this locality gets its message in the same dispatch step (one
+/// queue trip, as for a direct send); one on another locality through that
+/// locality's inbox. A request is forwarded as it came: the worker replies
+/// to the requester directly, and the pool hears of the reply to count the
+/// worker's load. A worker that goes down is replaced as its restart policy
+/// says (default [`RestartPolicy::Always`]); its requests still unanswered
+/// are answered with [`ErrorCode::ChildDown`], and the pool serves on with
+/// the others. When the pool shuts down, its workers first get everything
+/// it forwarded to them (it reaches them before their shutdown request);
+/// what is still unanswered when they are gone is answered with
+/// [`ErrorCode::Unavailable`], as is anything sent to the pool from then on.
+///
+/// Like an [`EntitySet`](crate::EntitySet), a pool is always a supervisor
+/// whose workers' failed inits are their own. `docs/entities.md` has the
+/// design.
+///
+/// # Examples
+///
+/// Three workers that square numbers, asked six times:
+///
+/// ```
+/// use commutator::*;
+/// use std::{cell::RefCell, rc::Rc, time::Duration};
+///
+/// struct Square(u64);
+/// impl Request for Square {
+///     type Response = u64;
+/// }
+///
+/// struct Squarer;
+/// impl Actor for Squarer {
+///     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.subscribe(|_: &mut Self, q: &RequestMsg<Square>, ctx: &mut Context<'_, Self>| {
+///             ctx.reply(q, q.payload().0 * q.payload().0)
+///         });
+///     }
+/// }
+///
+/// struct Asker {
+///     pool: Address,
+///     got: Rc<RefCell<Vec<u64>>>,
+/// }
+/// impl Actor for Asker {
+///     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.subscribe(|me: &mut Self, r: &Response<Square>, _: &mut Context<'_, Self>| {
+///             me.got.borrow_mut().push(*r.result().unwrap());
+///         });
+///     }
+///     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         for n in 1..=6 {
+///             ctx.request(&self.pool, Square(n), Duration::from_secs(1));
+///         }
+///     }
+/// }
+///
+/// let pool = Pool::new(|| Squarer).size(3).route_request::<Square>();
+/// let stats = pool.stats();
+/// let got = Rc::new(RefCell::new(Vec::new()));
+/// let mut locality = Locality::new();
+/// let root = locality.spawn_root(Supervisor).supervisor(SupervisorConfig::default()).finish()?;
+/// let pool = locality.spawn(&root, pool).name("squarers").finish()?;
+/// locality.spawn(&root, Asker { pool, got: got.clone() }).finish()?;
+/// locality.run_until_idle(locality.now());
+/// assert_eq!(*got.borrow(), [1, 4, 9, 16, 25, 36]);
+/// assert_eq!((stats.get().workers, stats.get().routed), (3, 6));
+/// # Ok::<(), commutator::Error>(())
+/// ```
+pub struct Pool<W: Actor> {
+    factory: Arc<dyn Fn() -> W + Send + Sync>,
+    size: usize,
+    elsewhere: Vec<(LocalityHandle, usize)>,
+    strategy: PoolStrategy,
+    children: ChildSettings,
+    routes: Vec<Route<W>>,
+    max_buffered: usize,
+    name: String,
+    workers: Vec<Worker>,
+    /// Where round-robin goes next.
+    next: usize,
+    /// Workers expected: initializing, or waiting for a restart.
+    starting: usize,
+    in_flight: HashMap<RequestId, Flight>,
+    pending: VecDeque<Box<dyn Job<W>>>,
+    closing: bool,
+    stats: StatsHandle<PoolStats>,
+}
+
+impl<W: Actor> fmt::Debug for Pool<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pool")
+            .field("name", &self.name)
+            .field("strategy", &self.strategy)
+            .field("stats", &self.stats.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: Actor> Pool<W> {
+    /// A pool of workers made by `factory` (called where each worker lives,
+    /// and again for each replacement). Default: one worker here.
+    pub fn new(factory: impl Fn() -> W + Send + Sync + 'static) -> Self {
+        Pool {
+            factory: Arc::new(factory),
+            size: 1,
+            elsewhere: Vec::new(),
+            strategy: PoolStrategy::default(),
+            children: ChildSettings::new(RestartPolicy::Always),
+            routes: Vec::new(),
+            max_buffered: 1 << 20,
+            name: String::new(),
+            workers: Vec::new(),
+            next: 0,
+            starting: 0,
+            in_flight: HashMap::new(),
+            pending: VecDeque::new(),
+            closing: false,
+            stats: StatsHandle::default(),
+        }
+    }
+
+    /// `n` workers on the pool's own locality (default 1; 0 with [`on`](Pool::on)
+    /// puts every worker elsewhere).
+    pub fn size(mut self, n: usize) -> Self {
+        self.size = n;
+        self
+    }
+
+    /// `n` more workers on the locality of `handle` (another thread's, say),
+    /// made there by the factory. Call it once per locality.
+    pub fn on(mut self, handle: &LocalityHandle, n: usize) -> Self {
+        self.elsewhere.push((handle.clone(), n));
+        self
+    }
+
+    /// How workers are picked (default [`PoolStrategy::RoundRobin`]).
+    pub fn strategy(mut self, strategy: PoolStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Passes messages `M` sent to the pool to a worker (which subscribes
+    /// to `M`). A worker here gets the pool's copy; one elsewhere, or a
+    /// message held until a worker is up, a clone.
+    pub fn route<M: Clone + Send + 'static>(mut self) -> Self {
+        self.routes.push(Box::new(|ctx| {
+            ctx.subscribe(|pool: &mut Self, m: &M, ctx| pool.on_message(m, ctx));
+        }));
+        self
+    }
+
+    /// Passes requests `R` sent to the pool to a worker (which subscribes to
+    /// `RequestMsg<R>` and replies as usual); a `CancelRequest<R>` goes to
+    /// the worker that has the request.
+    pub fn route_request<R: Request>(mut self) -> Self {
+        self.routes.push(Box::new(|ctx| {
+            ctx.subscribe(|pool: &mut Self, r: &RequestMsg<R>, ctx| pool.on_request(r, ctx));
+            ctx.subscribe(|pool: &mut Self, c: &CancelRequest<R>, ctx| pool.on_cancel(c, ctx));
+        }));
+        self
+    }
+
+    /// At most `max` messages held while no worker can take them (more are
+    /// refused with [`ErrorCode::Unavailable`]). Default: 1,048,576.
+    pub fn max_buffered(mut self, max: usize) -> Self {
+        self.max_buffered = max;
+        self
+    }
+
+    /// Replaces a worker that went down as `policy` says (default
+    /// [`RestartPolicy::Always`]).
+    pub fn restart(mut self, policy: RestartPolicy) -> Self {
+        self.children.restart = policy;
+        self
+    }
+
+    child_settings_methods!("a worker");
+
+    /// A live view of the pool's counters.
+    pub fn stats(&self) -> StatsHandle<PoolStats> {
+        self.stats.clone()
+    }
+
+    fn check(&self) -> Result<()> {
+        let total = self.size + self.elsewhere.iter().map(|(_, n)| n).sum::<usize>();
+        if total == 0 {
+            let why = format!("pool {}: no worker", self.name);
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+        }
+        if self.max_buffered == 0 {
+            let why = format!("pool {}: the buffer must hold one message at least", self.name);
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+        }
+        self.children.check(&format!("pool {}", self.name))
+    }
+
+    fn spawn_workers(&mut self, ctx: &mut Context<'_, Self>) -> Result<()> {
+        let mut n = 0;
+        for _ in 0..self.size {
+            let factory = self.factory.clone();
+            let builder = ctx
+                .spawn_with(move || factory())
+                .name(format!("{}/{n}", self.name));
+            self.children.apply(builder).finish()?;
+            n += 1;
+        }
+        for (handle, count) in std::mem::take(&mut self.elsewhere) {
+            for _ in 0..count {
+                let factory = self.factory.clone();
+                let builder = ctx
+                    .spawn_on(&handle, move || factory())
+                    .name(format!("{}/{n}", self.name));
+                self.children.apply(builder).finish()?;
+                n += 1;
+            }
+        }
+        self.starting = n;
+        Ok(())
+    }
+
+    // ---------------- routing ----------------
+
+    /// The worker for the next message, if one can take it.
+    fn pick(&mut self, ctx: &Context<'_, Self>) -> Option<usize> {
+        let len = self.workers.len();
+        let usable = |w: &Worker| {
+            w.local.is_none_or(|actor| {
+                ctx.core
+                    .actors
+                    .get(actor)
+                    .is_some_and(|c| c.state == ActorState::Operational)
+            })
+        };
+        let mut best: Option<usize> = None;
+        for i in 0..len {
+            let at = (self.next + i) % len;
+            let w = &self.workers[at];
+            if !usable(w) {
+                continue;
+            }
+            match self.strategy {
+                PoolStrategy::RoundRobin => {
+                    best = Some(at);
+                    break;
+                }
+                PoolStrategy::LeastLoaded => {
+                    if best.is_none_or(|b| w.load < self.workers[b].load) {
+                        best = Some(at);
+                    }
+                    if w.load == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(at) = best {
+            self.next = at + 1;
+        }
+        best
+    }
+
+    fn on_message<M: Clone + Send + 'static>(&mut self, m: &M, ctx: &mut Context<'_, Self>) {
+        if self.closing {
+            return self.refuse(Box::new(PlainJob(m.clone())), "is shutting down", ctx);
+        }
+        let Some(at) = self.pick(ctx) else {
+            return self.hold(Box::new(PlainJob(m.clone())), ctx);
+        };
+        let w = &self.workers[at];
+        if w.local.is_some() {
+            deliver_now(ctx.core, ctx.me, w.address.key(), m);
+        } else {
+            ctx.send(&w.address, m.clone());
+        }
+        self.stats.update(|s| s.routed += 1);
+    }
+
+    fn on_request<R: Request>(&mut self, req: &RequestMsg<R>, ctx: &mut Context<'_, Self>) {
+        if self.closing {
+            return self.refuse(Box::new(RequestJob(req.clone())), "is shutting down", ctx);
+        }
+        let Some(at) = self.pick(ctx) else {
+            return self.hold(Box::new(RequestJob(req.clone())), ctx);
+        };
+        let forwarded = RequestMsg {
+            id: req.id,
+            reply_to: req.reply_to.clone(),
+            payload: req.payload.clone(),
+            watcher: Some(ctx.address().clone()),
+        };
+        let w = &mut self.workers[at];
+        if !self.in_flight.contains_key(&req.id) {
+            let kept = RequestMsg {
+                watcher: None,
+                ..forwarded.clone()
+            };
+            let flight = Flight {
+                slot: w.slot,
+                request: Box::new(kept),
+            };
+            self.in_flight.insert(req.id, flight);
+            w.load += 1;
+        }
+        if w.local.is_some() {
+            let dest = w.address.key();
+            deliver_now(ctx.core, ctx.me, dest, &forwarded);
+        } else {
+            let to = w.address.clone();
+            ctx.send(&to, forwarded);
+        }
+        let in_flight = self.in_flight.len();
+        self.stats.update(|s| {
+            s.routed += 1;
+            s.in_flight = in_flight;
+        });
+    }
+
+    /// A worker replied: one request less in flight.
+    fn on_answered(&mut self, answered: &Answered, _: &mut Context<'_, Self>) {
+        if let Some(flight) = self.in_flight.remove(&answered.0) {
+            self.unload(flight.slot);
+        }
+    }
+
+    /// The requester gave up (timeout, cancel, gone): the worker is told.
+    fn on_cancel<R: Request>(&mut self, cancel: &CancelRequest<R>, ctx: &mut Context<'_, Self>) {
+        let Some(flight) = self.in_flight.remove(&cancel.id) else {
+            return;
+        };
+        self.unload(flight.slot);
+        if let Some(w) = self.workers.iter().find(|w| w.slot == flight.slot) {
+            let local = w.local.is_some();
+            flight
+                .request
+                .cancelled(ctx.core, ctx.me, &w.address, local);
+        }
+    }
+
+    fn unload(&mut self, slot: usize) {
+        if let Some(w) = self.workers.iter_mut().find(|w| w.slot == slot) {
+            w.load = w.load.saturating_sub(1);
+        }
+        let in_flight = self.in_flight.len();
+        self.stats.update(|s| s.in_flight = in_flight);
+    }
+
+    fn hold(&mut self, job: Box<dyn Job<W>>, ctx: &mut Context<'_, Self>) {
+        if self.starting == 0 {
+            return self.refuse(job, "has no worker left", ctx);
+        }
+        if self.pending.len() >= self.max_buffered {
+            return self.refuse(job, "holds too many messages", ctx);
+        }
+        self.pending.push_back(job);
+    }
+
+    fn refuse(&mut self, job: Box<dyn Job<W>>, why: &str, ctx: &mut Context<'_, Self>) {
+        let error = Error::new(ErrorCode::Unavailable).with_context(format!("pool {} {why}", self.name));
+        tracing::debug!(pool = %self.name, %error, "refused");
+        job.refuse(ctx, error);
+        self.stats.update(|s| s.refused += 1);
+    }
+
+    /// Answers every request in flight at the worker in `slot` (every one,
+    /// for `None`) with `error`.
+    fn fail_flights(&mut self, slot: Option<usize>, error: &Error, ctx: &mut Context<'_, Self>) {
+        let ids: Vec<RequestId> = self
+            .in_flight
+            .iter()
+            .filter(|(_, f)| slot.is_none_or(|s| f.slot == s))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in &ids {
+            if let Some(flight) = self.in_flight.remove(id) {
+                flight.request.fail(ctx.core, ctx.me, error.clone());
+            }
+        }
+        let (failed, in_flight) = (ids.len() as u64, self.in_flight.len());
+        self.stats.update(|s| {
+            s.failed += failed;
+            s.in_flight = in_flight;
+        });
+    }
+
+    // ---------------- workers ----------------
+
+    fn on_child_event(&mut self, event: &ChildEvent, ctx: &mut Context<'_, Self>) {
+        match event {
+            ChildEvent::Started { slot, address } => {
+                let local = (address.locality_id() == ctx.core.id())
+                    .then(|| ctx.core.routes.address(address.key()).map(|a| a.owner))
+                    .flatten();
+                self.workers.push(Worker {
+                    slot: *slot,
+                    address: address.clone(),
+                    local,
+                    load: 0,
+                });
+                self.starting = self.starting.saturating_sub(1);
+                // What waited goes out now, in order (held again if it must).
+                for job in std::mem::take(&mut self.pending) {
+                    job.run(self, ctx);
+                }
+            }
+            ChildEvent::Down {
+                slot,
+                address,
+                reason,
+                restarting,
+            } => {
+                let serving = self.workers.iter().position(|w| w.slot == *slot);
+                if let Some(at) = serving {
+                    self.workers.remove(at);
+                    let who = address.as_ref().map_or("?".to_string(), Address::to_string);
+                    let error = Error::new(ErrorCode::ChildDown)
+                        .with_context(format!("{who} went down before replying"))
+                        .caused_by(reason.clone());
+                    self.fail_flights(Some(*slot), &error, ctx);
+                }
+                match (serving.is_some(), *restarting) {
+                    (true, true) => self.starting += 1,
+                    (false, false) => self.starting = self.starting.saturating_sub(1),
+                    _ => {}
+                }
+                if *restarting {
+                    self.stats.update(|s| s.replaced += 1);
+                }
+                if self.starting == 0 && self.workers.is_empty() {
+                    for job in std::mem::take(&mut self.pending) {
+                        self.refuse(job, "has no worker left", ctx);
+                    }
+                }
+            }
+        }
+        let (workers, starting) = (self.workers.len(), self.starting);
+        self.stats.update(|s| {
+            s.workers = workers;
+            s.starting = starting;
+        });
+    }
+}
+
+impl<W: Actor> Actor for Pool<W> {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.name = ctx.name().to_string();
+        if let Err(error) = self.check() {
+            return ctx.fail(error);
+        }
+        make_supervisor(ctx.core, ctx.me);
+        ctx.subscribe(Self::on_child_event);
+        ctx.subscribe(Self::on_answered);
+        for route in std::mem::take(&mut self.routes) {
+            route(ctx);
+        }
+        if let Err(error) = self.spawn_workers(ctx) {
+            ctx.fail(error);
+        }
+        let starting = self.starting;
+        self.stats.update(|s| s.starting = starting);
+    }
+
+    fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.closing = true;
+        for job in std::mem::take(&mut self.pending) {
+            self.refuse(job, "is shutting down", ctx);
+        }
+    }
+
+    fn shutdown_finish(&mut self, ctx: &mut Context<'_, Self>) {
+        let why = format!("pool {}: its worker was gone before replying", self.name);
+        let error = Error::new(ErrorCode::Unavailable).with_context(why);
+        self.fail_flights(None, &error, ctx);
+        self.workers.clear();
+        let stats = &self.stats;
+        stats.update(|s| {
+            s.workers = 0;
+            s.starting = 0;
+        });
+    }
+}

@@ -1,0 +1,779 @@
+//! [`EntitySet`]: an actor per key, made on its first message, passivated
+//! when idle, made again on its next message.
+
+use super::settings::{ChildSettings, child_settings_methods};
+use super::table::Table;
+use super::watch::ChildEvent;
+use super::{Keyed, StatsHandle, deliver_now, make_supervisor};
+use crate::actor::{Actor, ActorState};
+use crate::address::Address;
+use crate::arena::Key;
+use crate::context::Context;
+use crate::error::{Error, ErrorCode, Result};
+use crate::locality::Core;
+use crate::request::{CancelRequest, Request, RequestMsg};
+use crate::supervisor::ChildId;
+use crate::supervisor::restart::RestartPolicy;
+use crate::timer::TimerId;
+use std::collections::{HashMap, VecDeque};
+use std::fmt::{self, Display};
+use std::hash::Hash;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// What an [`EntitySet`] counts; read it through [`EntitySet::stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EntityStats {
+    /// Entity instances that exist now (initializing, live, shutting down
+    /// or waiting for a restart).
+    pub live: usize,
+    /// Keys waiting for room under the cap.
+    pub waiting: usize,
+    /// Messages held for entities that are not live yet.
+    pub buffered: usize,
+    /// Instances the set made (first messages, and again after passivation).
+    pub created: u64,
+    /// Instances its supervisor restarted after a failure.
+    pub restarts: u64,
+    /// Entities the set passivated (idle, or least recently used at the cap).
+    pub passivated: u64,
+    /// Messages refused: at the cap with no idle entity, buffer full, set
+    /// shutting down, or entity failed before it started. A refused
+    /// request is answered with the error; a message is dropped.
+    pub refused: u64,
+}
+
+/// Where an entity is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// No instance yet: waiting for room under the cap.
+    Waiting,
+    /// Its instance is initializing; messages wait.
+    Starting,
+    /// Operational: messages go straight to it.
+    Live,
+    /// Shutting down (passivated, or leaving on its own); messages wait for
+    /// the next instance.
+    Stopping,
+    /// Down, and its supervisor will restart it; messages wait.
+    Restarting,
+}
+
+/// One key's entity.
+struct Entity {
+    phase: Phase,
+    /// The current instance's address, its key, and its actor's key.
+    address: Option<Address>,
+    dest: Key,
+    actor: Key,
+    /// Its slot among the set's children, once the core reported it.
+    slot: Option<usize>,
+    /// The current instance has started (got its messages).
+    started: bool,
+    last_active: Instant,
+    pending: VecDeque<Box<dyn Held>>,
+}
+
+/// A message held for an entity until it is live.
+trait Held {
+    /// Delivers it to the entity's address `dest` now; `false` if the
+    /// handler panicked.
+    fn deliver(self: Box<Self>, core: &mut Core, me: Key, dest: Key) -> bool;
+    /// It cannot be delivered: a request is answered with `error`.
+    fn refuse(self: Box<Self>, core: &mut Core, me: Key, error: Error);
+}
+
+struct Plain<M>(M);
+
+impl<M: 'static> Held for Plain<M> {
+    fn deliver(self: Box<Self>, core: &mut Core, me: Key, dest: Key) -> bool {
+        deliver_now(core, me, dest, &self.0)
+    }
+    fn refuse(self: Box<Self>, _: &mut Core, _: Key, _: Error) {}
+}
+
+struct Asked<R: Request>(RequestMsg<R>);
+
+impl<R: Request> Held for Asked<R> {
+    fn deliver(self: Box<Self>, core: &mut Core, me: Key, dest: Key) -> bool {
+        deliver_now(core, me, dest, &self.0)
+    }
+    fn refuse(self: Box<Self>, core: &mut Core, me: Key, error: Error) {
+        crate::request::reply(core, me, &self.0, Err(error));
+    }
+}
+
+/// Subscribes the set to one routed message type, in its `init_start`.
+type Route<K, E> = Box<dyn Fn(&mut Context<'_, EntitySet<K, E>>)>;
+
+/// No entity (in `by_slot`).
+const NIL: u32 = u32::MAX;
+
+/// A supervisor of entities: one child actor per key, made by a factory on
+/// the first message for its key, passivated (shut down through the normal
+/// lifecycle) when idle, and made again on its next message.
+///
+/// Send a [`Keyed`] message (registered with [`route`](EntitySet::route))
+/// or a request whose payload names the key
+/// ([`route_request`](EntitySet::route_request)) to the set's address. For a
+/// live entity the set delivers it at once, in the same dispatch step (one
+/// queue trip, as for a direct send); for an entity that is initializing,
+/// shutting down or restarting, it holds the message and delivers it, in
+/// order, once the next instance has started. Entities are named
+/// `<set>/<key>` (`L0/devices/device-42#7` in inspection).
+///
+/// An entity set is always a supervisor whose children's failed inits are
+/// their own (a child's init failure never takes the set down); build it
+/// with or without [`Builder::supervisor`](crate::Builder::supervisor).
+/// Settings that cannot work fail the set's init with
+/// [`ErrorCode::InvalidArgument`]. `docs/entities.md` has the whole design.
+///
+/// # Examples
+///
+/// Counters by name, made on their first message and passivated after a
+/// second of quiet, on a manual clock:
+///
+/// ```
+/// use commutator::*;
+/// use std::time::Duration;
+///
+/// struct Add(u32);
+///
+/// struct Counter {
+///     total: u32,
+/// }
+/// impl Actor for Counter {
+///     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.subscribe(|me: &mut Self, add: &Add, _: &mut Context<'_, Self>| me.total += add.0);
+///     }
+/// }
+///
+/// let set = EntitySet::new(|_: &String| Counter { total: 0 })
+///     .route::<Add>()
+///     .idle_after(Duration::from_secs(1));
+/// let stats = set.stats();
+/// let mut locality = Locality::new();
+/// let t0 = locality.now();
+/// let counters = locality.spawn_root(set).name("counters").finish()?;
+/// for name in ["a", "b", "a"] {
+///     locality.send(&counters, Keyed::new(name.to_string(), Add(1))).unwrap();
+/// }
+/// locality.run_until_idle(t0);
+/// assert_eq!((stats.get().live, stats.get().created), (2, 2));
+/// locality.run_until_idle(t0 + Duration::from_secs(1)); // quiet for a second
+/// assert_eq!((stats.get().live, stats.get().passivated), (0, 2));
+/// # Ok::<(), commutator::Error>(())
+/// ```
+pub struct EntitySet<K, E>
+where
+    K: Clone + Eq + Hash + Display + 'static,
+    E: Actor,
+{
+    factory: Rc<dyn Fn(&K) -> E>,
+    routes: Vec<Route<K, E>>,
+    children: ChildSettings,
+    idle: Option<Duration>,
+    max_live: Option<usize>,
+    max_buffered: usize,
+    name: String,
+    table: Table<K, Entity>,
+    /// The entity of each child slot (learned from the first event).
+    by_slot: Vec<u32>,
+    /// Instances made and not yet reported by a child event.
+    by_address: HashMap<Key, u32>,
+    waiting: VecDeque<u32>,
+    live: usize,
+    stopping: usize,
+    buffered: usize,
+    idle_timer: Option<TimerId>,
+    closing: bool,
+    stats: StatsHandle<EntityStats>,
+}
+
+impl<K, E> fmt::Debug for EntitySet<K, E>
+where
+    K: Clone + Eq + Hash + Display + 'static,
+    E: Actor,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EntitySet")
+            .field("name", &self.name)
+            .field("stats", &self.stats.get())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How many messages a set holds for entities that are not live, by default.
+const MAX_BUFFERED: usize = 1 << 20;
+
+impl<K, E> EntitySet<K, E>
+where
+    K: Clone + Eq + Hash + Display + 'static,
+    E: Actor,
+{
+    /// A set whose entity for `key` is `factory(&key)` (called again for
+    /// each new instance: after passivation, or a restart).
+    pub fn new(factory: impl Fn(&K) -> E + 'static) -> Self {
+        EntitySet {
+            factory: Rc::new(factory),
+            routes: Vec::new(),
+            children: ChildSettings::new(RestartPolicy::Never),
+            idle: None,
+            max_live: None,
+            max_buffered: MAX_BUFFERED,
+            name: String::new(),
+            table: Table::new(),
+            by_slot: Vec::new(),
+            by_address: HashMap::new(),
+            waiting: VecDeque::new(),
+            live: 0,
+            stopping: 0,
+            buffered: 0,
+            idle_timer: None,
+            closing: false,
+            stats: StatsHandle::default(),
+        }
+    }
+
+    /// Routes `Keyed<K, M>` sent to the set to the entity of its key (which
+    /// subscribes to `M`).
+    pub fn route<M: Send + 'static>(mut self) -> Self {
+        self.routes.push(Box::new(|ctx| {
+            ctx.subscribe(|set: &mut Self, keyed: &Keyed<K, M>, ctx| {
+                if let Some(message) = keyed.take() {
+                    set.on_message(keyed.key(), message, ctx);
+                }
+            });
+        }));
+        self
+    }
+
+    /// Routes requests `R` sent to the set (with
+    /// [`Context::request`](crate::Context::request)) to the entity of the
+    /// key `key_of` reads from the payload; the entity replies to the
+    /// requester directly. A request the set cannot deliver is answered
+    /// with the error. (A `CancelRequest<R>` is not passed on.)
+    pub fn route_request<R: Request>(mut self, key_of: impl Fn(&R) -> K + 'static) -> Self {
+        let key_of = Rc::new(key_of);
+        self.routes.push(Box::new(move |ctx| {
+            let key_of = key_of.clone();
+            ctx.subscribe(move |set: &mut Self, req: &RequestMsg<R>, ctx| {
+                set.on_request(&key_of(req.payload()), req, ctx);
+            });
+            ctx.subscribe(|_: &mut Self, _: &CancelRequest<R>, _: &mut Context<'_, Self>| {});
+        }));
+        self
+    }
+
+    /// Passivates an entity that got no message through the set for
+    /// `idle` (on the locality's clock). Default: never.
+    pub fn idle_after(mut self, idle: Duration) -> Self {
+        self.idle = Some(idle);
+        self
+    }
+
+    /// At most `cap` entity instances at once. A message for a new key at
+    /// the cap passivates the least recently used live entity and waits for
+    /// its room; with none live (all initializing or shutting down and none
+    /// of them freeing room), it is refused with [`ErrorCode::EntityLimit`].
+    /// Default: no cap.
+    pub fn max_live(mut self, cap: usize) -> Self {
+        self.max_live = Some(cap);
+        self
+    }
+
+    /// At most `max` messages held for entities that are not live; more are
+    /// refused with [`ErrorCode::Unavailable`]. Default: 1,048,576.
+    pub fn max_buffered(mut self, max: usize) -> Self {
+        self.max_buffered = max;
+        self
+    }
+
+    /// Restarts a failed entity as `policy` says: [`RestartPolicy::Never`]
+    /// (the default: the next message makes a new one) or
+    /// [`RestartPolicy::OnFailure`]. The others would restart a passivated
+    /// entity (a normal exit) and are refused.
+    pub fn restart(mut self, policy: RestartPolicy) -> Self {
+        self.children.restart = policy;
+        self
+    }
+
+    child_settings_methods!("an entity");
+
+    /// A live view of the set's counters.
+    pub fn stats(&self) -> StatsHandle<EntityStats> {
+        self.stats.clone()
+    }
+
+    fn check(&self) -> Result<()> {
+        let invalid = |why: &str| {
+            let why = format!("entity set {}: {why}", self.name);
+            Err(Error::new(ErrorCode::InvalidArgument).with_context(why))
+        };
+        if !matches!(
+            self.children.restart,
+            RestartPolicy::Never | RestartPolicy::OnFailure
+        ) {
+            return invalid("entities restart only OnFailure (passivation is a normal exit)");
+        }
+        if self.idle.is_some_and(|idle| idle.is_zero()) {
+            return invalid("the idle time must be longer than zero");
+        }
+        if self.max_live == Some(0) {
+            return invalid("the cap must allow one entity at least");
+        }
+        if self.max_buffered == 0 {
+            return invalid("the buffer must hold one message at least");
+        }
+        self.children.check(&format!("entity set {}", self.name))
+    }
+
+    // ---------------- routing ----------------
+
+    /// The entity of `key` if it is live: its index and address key.
+    #[inline]
+    fn live_entity(&mut self, key: &K, core: &Core) -> Option<(u32, Key)> {
+        let idx = self.table.find(key)?;
+        self.live_at(idx, core).map(|dest| (idx, dest))
+    }
+
+    /// The address key of the entity at `idx`, if it is live.
+    #[inline]
+    fn live_at(&mut self, idx: u32, core: &Core) -> Option<Key> {
+        let e = self.table.get(idx);
+        if e.phase != Phase::Live || self.closing {
+            return None;
+        }
+        if core
+            .actors
+            .get(e.actor)
+            .is_some_and(|c| c.state == ActorState::Operational)
+        {
+            Some(e.dest)
+        } else {
+            self.leaving(idx); // it is going on its own: hold for the next one
+            None
+        }
+    }
+
+    /// Delivers to a live entity and marks it used.
+    #[inline]
+    fn deliver<M: 'static>(&mut self, idx: u32, dest: Key, message: &M, ctx: &mut Context<'_, Self>) {
+        self.table.get_mut(idx).last_active = ctx.core.now;
+        self.table.touch(idx);
+        if !deliver_now(ctx.core, ctx.me, dest, message) {
+            self.leaving(idx);
+        }
+        if self.idle_timer.is_none() {
+            self.arm_idle(ctx);
+        }
+    }
+
+    fn on_message<M: 'static>(&mut self, key: &K, message: M, ctx: &mut Context<'_, Self>) {
+        match self.live_entity(key, ctx.core) {
+            Some((idx, dest)) => self.deliver(idx, dest, &message, ctx),
+            None => self.hold(key, Box::new(Plain(message)), ctx),
+        }
+    }
+
+    fn on_request<R: Request>(&mut self, key: &K, req: &RequestMsg<R>, ctx: &mut Context<'_, Self>) {
+        match self.live_entity(key, ctx.core) {
+            Some((idx, dest)) => self.deliver(idx, dest, req, ctx),
+            None => self.hold(key, Box::new(Asked(req.clone())), ctx),
+        }
+    }
+
+    /// Holds a message for an entity that is not live (making it if needed).
+    fn hold(&mut self, key: &K, held: Box<dyn Held>, ctx: &mut Context<'_, Self>) {
+        if self.closing {
+            let why = format!("entity set {} is shutting down", self.name);
+            return self.refuse(held, Error::new(ErrorCode::Unavailable).with_context(why), ctx);
+        }
+        if self.buffered >= self.max_buffered {
+            let why = format!("entity set {}: {} messages held already", self.name, self.buffered);
+            return self.refuse(held, Error::new(ErrorCode::Unavailable).with_context(why), ctx);
+        }
+        let idx = match self.table.find(key) {
+            Some(idx) => idx,
+            None => match self.admit(key, ctx) {
+                Ok(idx) => idx,
+                Err(error) => return self.refuse(held, error, ctx),
+            },
+        };
+        self.table.get_mut(idx).pending.push_back(held);
+        self.buffered += 1;
+        self.publish();
+    }
+
+    fn refuse(&mut self, held: Box<dyn Held>, error: Error, ctx: &mut Context<'_, Self>) {
+        tracing::debug!(set = %self.name, %error, "message refused");
+        held.refuse(ctx.core, ctx.me, error);
+        self.stats.update(|s| s.refused += 1);
+    }
+
+    // ---------------- entities ----------------
+
+    fn has_room(&self) -> bool {
+        self.max_live.is_none_or(|cap| self.live < cap)
+    }
+
+    /// A new key: its entity is made now, or waits for room at the cap.
+    fn admit(&mut self, key: &K, ctx: &mut Context<'_, Self>) -> Result<u32> {
+        let now = ctx.core.now;
+        if self.has_room() {
+            let idx = self.table.insert(key.clone(), Entity::new(Phase::Starting, now));
+            if let Err(error) = self.spawn(idx, ctx) {
+                self.table.remove(idx);
+                return Err(error);
+            }
+            return Ok(idx);
+        }
+        if self.stopping <= self.waiting.len() && self.table.tail().is_none() {
+            let why = format!(
+                "entity set {}: {} entities live, none idle, for {key}",
+                self.name, self.live
+            );
+            return Err(Error::new(ErrorCode::EntityLimit).with_context(why));
+        }
+        let idx = self.table.insert(key.clone(), Entity::new(Phase::Waiting, now));
+        self.waiting.push_back(idx);
+        self.passivate_for_waiting(ctx);
+        Ok(idx)
+    }
+
+    /// Makes a new instance for the entity at `idx`.
+    fn spawn(&mut self, idx: u32, ctx: &mut Context<'_, Self>) -> Result<()> {
+        let key = self.table.key(idx).clone();
+        let factory = self.factory.clone();
+        // The factory is user code: a panic is a failed creation, not the set's.
+        let first = crate::actor::guarded(ctx.core, ctx.me, || factory(&key)).map_err(|e| {
+            Error::new(ErrorCode::Unavailable)
+                .with_context(format!("entity set {}: no entity for {key}", self.name))
+                .caused_by(e)
+        })?;
+        let mut first = Some(first);
+        let name = format!("{}/{key}", self.name);
+        let builder = ctx
+            .spawn_with(move || first.take().unwrap_or_else(|| factory(&key)))
+            .name(name);
+        let address = self.children.apply(builder).finish()?;
+        let actor = ctx
+            .core
+            .routes
+            .address(address.key())
+            .map_or(Key::NONE, |a| a.owner);
+        self.by_address.insert(address.key(), idx);
+        let e = self.table.get_mut(idx);
+        e.phase = Phase::Starting;
+        e.dest = address.key();
+        e.address = Some(address);
+        e.actor = actor;
+        e.started = false;
+        self.live += 1;
+        self.stats.update(|s| s.created += 1);
+        Ok(())
+    }
+
+    /// The entity at `idx` is shutting down on its own (or its handler
+    /// panicked): what comes for it now waits for the next instance.
+    fn leaving(&mut self, idx: u32) {
+        let e = self.table.get_mut(idx);
+        if e.phase == Phase::Live {
+            e.phase = Phase::Stopping;
+            self.stopping += 1;
+            self.table.unlink(idx);
+        }
+    }
+
+    /// Shuts a live entity down through its supervisor (the set).
+    fn passivate(&mut self, idx: u32, why: &str, ctx: &mut Context<'_, Self>) {
+        self.table.unlink(idx);
+        let e = self.table.get_mut(idx);
+        let (Some(slot), Some(address), Phase::Live) = (e.slot, e.address.clone(), e.phase) else {
+            return;
+        };
+        e.phase = Phase::Stopping;
+        self.stopping += 1;
+        self.stats.update(|s| s.passivated += 1);
+        tracing::debug!(entity = %address, why, "passivating");
+        let reason = Error::normal().with_context(format!("{address} passivated: {why}"));
+        let child = ChildId::of(&address);
+        crate::supervisor::on_child_shutdown_trigger(ctx.core, ctx.me, slot, child, reason);
+    }
+
+    /// Passivates the least recently used entities while keys wait for
+    /// room that no shutdown under way will free.
+    fn passivate_for_waiting(&mut self, ctx: &mut Context<'_, Self>) {
+        while self.waiting.len() > self.stopping
+            && let Some(victim) = self.table.tail()
+        {
+            self.passivate(victim, "least recently used at the cap", ctx);
+        }
+    }
+
+    /// Starts waiting keys while there is room, then makes room for the rest.
+    fn make_room(&mut self, ctx: &mut Context<'_, Self>) {
+        while self.has_room()
+            && let Some(idx) = self.waiting.pop_front()
+        {
+            if let Err(error) = self.spawn(idx, ctx) {
+                self.drop_entity(idx, error, ctx);
+            }
+        }
+        self.passivate_for_waiting(ctx);
+    }
+
+    /// Refuses everything held for the entity at `idx` and forgets it.
+    fn drop_entity(&mut self, idx: u32, error: Error, ctx: &mut Context<'_, Self>) {
+        self.forget_instance(idx);
+        let (_, e) = self.table.remove(idx);
+        if e.phase == Phase::Waiting {
+            self.waiting.retain(|&w| w != idx);
+        }
+        for held in e.pending {
+            self.buffered -= 1;
+            self.refuse(held, error.clone(), ctx);
+        }
+    }
+
+    /// Forgets where the current instance of the entity at `idx` is.
+    fn forget_instance(&mut self, idx: u32) {
+        let e = self.table.get_mut(idx);
+        if let Some(slot) = e.slot.take()
+            && self.by_slot.get(slot) == Some(&idx)
+        {
+            self.by_slot[slot] = NIL;
+        }
+        if let Some(address) = e.address.take() {
+            self.by_address.remove(&address.key());
+        }
+        e.dest = Key::NONE;
+        e.actor = Key::NONE;
+    }
+
+    /// The entity a child event is about.
+    fn find_instance(&mut self, slot: usize, address: Option<&Address>) -> Option<u32> {
+        let by_address = address.and_then(|a| self.by_address.remove(&a.key()));
+        let idx = by_address.or_else(|| self.by_slot.get(slot).copied().filter(|&i| i != NIL))?;
+        if self.by_slot.len() <= slot {
+            self.by_slot.resize(slot + 1, NIL);
+        }
+        self.by_slot[slot] = idx;
+        self.table.get_mut(idx).slot = Some(slot);
+        Some(idx)
+    }
+
+    // ---------------- child events ----------------
+
+    fn on_child_event(&mut self, event: &ChildEvent, ctx: &mut Context<'_, Self>) {
+        match event {
+            ChildEvent::Started { slot, address } => self.on_started(*slot, address, ctx),
+            ChildEvent::Down {
+                slot,
+                address,
+                reason,
+                restarting,
+            } => self.on_down(*slot, address.as_ref(), reason, *restarting, ctx),
+        }
+        self.publish();
+    }
+
+    /// An instance started: it gets what waited for it, in order.
+    fn on_started(&mut self, slot: usize, address: &Address, ctx: &mut Context<'_, Self>) {
+        let Some(idx) = self.find_instance(slot, Some(address)) else {
+            return;
+        };
+        let actor = ctx
+            .core
+            .routes
+            .address(address.key())
+            .map_or(Key::NONE, |a| a.owner);
+        let now = ctx.core.now;
+        let e = self.table.get_mut(idx);
+        e.address = Some(address.clone());
+        e.dest = address.key();
+        e.actor = actor;
+        e.phase = Phase::Live;
+        e.started = true;
+        e.last_active = now;
+        self.table.touch(idx);
+        while !self.table.get(idx).pending.is_empty()
+            && let Some(dest) = self.live_at(idx, ctx.core)
+        {
+            let Some(held) = self.table.get_mut(idx).pending.pop_front() else {
+                break;
+            };
+            self.buffered -= 1;
+            if !held.deliver(ctx.core, ctx.me, dest) {
+                self.leaving(idx);
+            }
+        }
+        self.arm_idle(ctx);
+        self.make_room(ctx);
+    }
+
+    /// An instance went down: wait for its restart, make the next one for
+    /// what waits, or forget the entity.
+    fn on_down(
+        &mut self,
+        slot: usize,
+        address: Option<&Address>,
+        reason: &Error,
+        restarting: bool,
+        ctx: &mut Context<'_, Self>,
+    ) {
+        let Some(idx) = self.find_instance(slot, address) else {
+            return;
+        };
+        self.table.unlink(idx);
+        let e = self.table.get_mut(idx);
+        if e.phase == Phase::Stopping {
+            self.stopping -= 1;
+        }
+        let started = std::mem::take(&mut e.started);
+        if restarting {
+            e.phase = Phase::Restarting;
+            e.address = None;
+            e.dest = Key::NONE;
+            e.actor = Key::NONE;
+            self.stats.update(|s| s.restarts += 1);
+            return;
+        }
+        self.live -= 1;
+        self.forget_instance(idx);
+        if self.closing {
+            let why = format!("entity set {} is shutting down", self.name);
+            self.drop_entity(idx, Error::new(ErrorCode::Unavailable).with_context(why), ctx);
+        } else if self.table.get(idx).pending.is_empty() {
+            self.table.remove(idx); // nothing is kept of a passivated entity
+        } else if !started {
+            // It never got its messages (a failed init): they go, or the
+            // next instance would fail on them again.
+            let key = self.table.key(idx);
+            let why = format!("entity set {}: {key} failed before it started", self.name);
+            let error = Error::new(ErrorCode::Unavailable)
+                .with_context(why)
+                .caused_by(reason.clone());
+            self.drop_entity(idx, error, ctx);
+        } else if self.has_room() {
+            if let Err(error) = self.spawn(idx, ctx) {
+                self.drop_entity(idx, error, ctx);
+            }
+        } else {
+            self.table.get_mut(idx).phase = Phase::Waiting;
+            self.waiting.push_back(idx);
+        }
+        self.make_room(ctx);
+    }
+
+    // ---------------- idle time ----------------
+
+    fn arm_idle(&mut self, ctx: &mut Context<'_, Self>) {
+        let (Some(idle), None, false) = (self.idle, self.idle_timer, self.closing) else {
+            return;
+        };
+        let Some(tail) = self.table.tail() else {
+            return;
+        };
+        let Some(due) = self.table.get(tail).last_active.checked_add(idle) else {
+            return; // an idle time past the end of time: never
+        };
+        let after = due.saturating_duration_since(ctx.core.now);
+        let timer = ctx.start_timer(after, |set: &mut Self, ctx, _| set.on_idle(ctx));
+        self.idle_timer = (!timer.is_none()).then_some(timer);
+    }
+
+    fn on_idle(&mut self, ctx: &mut Context<'_, Self>) {
+        self.idle_timer = None;
+        let Some(idle) = self.idle else { return };
+        let now = ctx.core.now;
+        while let Some(tail) = self.table.tail()
+            && self
+                .table
+                .get(tail)
+                .last_active
+                .checked_add(idle)
+                .is_some_and(|due| due <= now)
+        {
+            self.passivate(tail, "idle", ctx);
+        }
+        self.arm_idle(ctx);
+        self.publish();
+    }
+
+    fn publish(&self) {
+        let (live, waiting, buffered) = (self.live, self.waiting.len(), self.buffered);
+        self.stats.update(|s| {
+            s.live = live;
+            s.waiting = waiting;
+            s.buffered = buffered;
+        });
+    }
+}
+
+impl Entity {
+    fn new(phase: Phase, now: Instant) -> Entity {
+        Entity {
+            phase,
+            address: None,
+            dest: Key::NONE,
+            actor: Key::NONE,
+            slot: None,
+            started: false,
+            last_active: now,
+            pending: VecDeque::new(),
+        }
+    }
+}
+
+impl<K, E> Actor for EntitySet<K, E>
+where
+    K: Clone + Eq + Hash + Display + 'static,
+    E: Actor,
+{
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.name = ctx.name().to_string();
+        if let Err(error) = self.check() {
+            return ctx.fail(error);
+        }
+        make_supervisor(ctx.core, ctx.me);
+        ctx.subscribe(Self::on_child_event);
+        for route in std::mem::take(&mut self.routes) {
+            route(ctx);
+        }
+    }
+
+    fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.closing = true;
+        if let Some(timer) = self.idle_timer.take() {
+            ctx.cancel_timer(timer);
+        }
+        // Its entities are shut down with it; what waits for them is refused.
+        let why = format!("entity set {} is shutting down", self.name);
+        let error = Error::new(ErrorCode::Unavailable).with_context(why);
+        for idx in self.table.indices() {
+            let e = self.table.get_mut(idx);
+            let pending = std::mem::take(&mut e.pending);
+            let waiting = e.phase == Phase::Waiting;
+            for held in pending {
+                self.buffered -= 1;
+                self.refuse(held, error.clone(), ctx);
+            }
+            if waiting {
+                self.table.remove(idx);
+            }
+        }
+        self.waiting.clear();
+        self.publish();
+    }
+
+    fn shutdown_finish(&mut self, _: &mut Context<'_, Self>) {
+        self.table = Table::new();
+        self.by_slot = Vec::new();
+        self.by_address = HashMap::new();
+        self.live = 0;
+        self.stopping = 0;
+        self.publish();
+    }
+}
