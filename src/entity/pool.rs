@@ -15,6 +15,7 @@ use crate::supervisor::restart::RestartPolicy;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::marker::PhantomData;
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// How a [`Pool`] picks the worker for the next message or request.
@@ -120,6 +121,14 @@ impl<W: Actor, R: Request> Job<W> for RequestJob<R> {
 
 type Route<W> = Box<dyn Fn(&mut Context<'_, Pool<W>>)>;
 
+/// Where a pool's workers come from.
+enum Factory<W> {
+    /// Callable on any thread: workers may live elsewhere.
+    Shared(Arc<dyn Fn() -> W + Send + Sync>),
+    /// This locality only.
+    Local(Rc<dyn Fn() -> W>),
+}
+
 /// N identical workers behind one address: a supervisor that makes them
 /// from one factory, here ([`size`](Pool::size)) and on other localities
 /// ([`on`](Pool::on)), and passes each message or request sent to its
@@ -181,7 +190,7 @@ type Route<W> = Box<dyn Fn(&mut Context<'_, Pool<W>>)>;
 ///     }
 /// }
 ///
-/// let pool = Pool::new(|| Squarer).size(3).route_request::<Square>();
+/// let pool = Pool::local(|| Squarer).size(3).route_request::<Square>();
 /// let stats = pool.stats();
 /// let got = Rc::new(RefCell::new(Vec::new()));
 /// let mut locality = Locality::new();
@@ -194,7 +203,7 @@ type Route<W> = Box<dyn Fn(&mut Context<'_, Pool<W>>)>;
 /// # Ok::<(), commutator::Error>(())
 /// ```
 pub struct Pool<W: Actor> {
-    factory: Arc<dyn Fn() -> W + Send + Sync>,
+    factory: Factory<W>,
     size: usize,
     elsewhere: Vec<(LocalityHandle, usize)>,
     strategy: PoolStrategy,
@@ -225,10 +234,21 @@ impl<W: Actor> fmt::Debug for Pool<W> {
 
 impl<W: Actor> Pool<W> {
     /// A pool of workers made by `factory` (called where each worker lives,
-    /// and again for each replacement). Default: one worker here.
+    /// and again for each replacement), here or on other localities
+    /// ([`on`](Pool::on)). Default: one worker here.
     pub fn new(factory: impl Fn() -> W + Send + Sync + 'static) -> Self {
+        Pool::with(Factory::Shared(Arc::new(factory)))
+    }
+
+    /// A pool whose workers all live on its own locality, so `factory`
+    /// need not be `Send` ([`on`](Pool::on) then fails the pool's init).
+    pub fn local(factory: impl Fn() -> W + 'static) -> Self {
+        Pool::with(Factory::Local(Rc::new(factory)))
+    }
+
+    fn with(factory: Factory<W>) -> Self {
         Pool {
-            factory: Arc::new(factory),
+            factory,
             size: 1,
             elsewhere: Vec::new(),
             strategy: PoolStrategy::default(),
@@ -314,6 +334,13 @@ impl<W: Actor> Pool<W> {
             let why = format!("pool {}: no worker", self.name);
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         }
+        if matches!(self.factory, Factory::Local(_)) && !self.elsewhere.is_empty() {
+            let why = format!(
+                "pool {}: workers on other localities need a factory that is Send (Pool::new)",
+                self.name
+            );
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+        }
         if self.max_buffered == 0 {
             let why = format!("pool {}: the buffer must hold one message at least", self.name);
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
@@ -324,16 +351,29 @@ impl<W: Actor> Pool<W> {
     fn spawn_workers(&mut self, ctx: &mut Context<'_, Self>) -> Result<()> {
         let mut n = 0;
         for _ in 0..self.size {
-            let factory = self.factory.clone();
-            let builder = ctx
-                .spawn_with(move || factory())
-                .name(format!("{}/{n}", self.name));
+            let name = format!("{}/{n}", self.name);
+            let builder = match &self.factory {
+                Factory::Shared(f) => {
+                    let f = f.clone();
+                    ctx.spawn_with(move || f()).name(name)
+                }
+                Factory::Local(f) => {
+                    let f = f.clone();
+                    ctx.spawn_with(move || f()).name(name)
+                }
+            };
             self.children.apply(builder).finish()?;
             n += 1;
         }
+        let shared = match &self.factory {
+            Factory::Shared(f) => Some(f.clone()),
+            Factory::Local(_) => None,
+        };
         for (handle, count) in std::mem::take(&mut self.elsewhere) {
             for _ in 0..count {
-                let factory = self.factory.clone();
+                let Some(factory) = shared.clone() else {
+                    break; // refused by `check`
+                };
                 let builder = ctx
                     .spawn_on(&handle, move || factory())
                     .name(format!("{}/{n}", self.name));
