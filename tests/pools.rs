@@ -282,6 +282,36 @@ fn with_no_worker_left_the_pool_refuses_with_unavailable() {
 }
 
 #[test]
+fn a_pool_built_with_a_registry_routes_only_to_its_workers() {
+    let (mut l, root) = root_on_l0();
+    let log = Log::new();
+    let worker_log = log.clone();
+    let pool = Pool::local(move || Worker {
+        log: worker_log.clone(),
+    })
+    .size(2)
+    .route::<Job>();
+    let stats = pool.stats();
+    let pool = l
+        .spawn(&root, pool)
+        .name("pool")
+        .supervisor(SupervisorConfig::default().with_registry())
+        .finish()
+        .unwrap();
+    l.run_until_idle(l.now());
+    for n in 0..4 {
+        l.send(&pool, Job(n)).unwrap();
+    }
+    l.run_until_idle(l.now());
+    assert_eq!(
+        log.take(),
+        ["pool/0 job 0", "pool/1 job 1", "pool/0 job 2", "pool/1 job 3"]
+    );
+    assert_eq!((stats.get().workers, stats.get().starting), (2, 0));
+    assert_eq!(l.stats().dropped_unsubscribed, 0);
+}
+
+#[test]
 fn a_pool_without_workers_fails_its_init() {
     let mut l = Locality::new();
     l.spawn_root(Pool::local(|| Worker { log: Log::new() }).size(0))

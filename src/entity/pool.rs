@@ -456,16 +456,15 @@ impl<W: Actor> Pool<W> {
             watcher: Some(ctx.address().clone()),
         };
         let w = &mut self.workers[at];
-        if !self.in_flight.contains_key(&req.id) {
+        if let std::collections::hash_map::Entry::Vacant(entry) = self.in_flight.entry(req.id) {
             let kept = RequestMsg {
                 watcher: None,
                 ..forwarded.clone()
             };
-            let flight = Flight {
+            entry.insert(Flight {
                 slot: w.slot,
                 request: Box::new(kept),
-            };
-            self.in_flight.insert(req.id, flight);
+            });
             w.load += 1;
         }
         if w.local.is_some() {
@@ -551,8 +550,21 @@ impl<W: Actor> Pool<W> {
 
     // ---------------- workers ----------------
 
+    /// `true` for one of the pool's workers (named `<pool>/<n>`), not
+    /// another child (its registry, say). A child whose spawn elsewhere
+    /// failed has no address: only workers are spawned elsewhere.
+    fn is_worker(&self, address: Option<&Address>) -> bool {
+        address.is_none_or(|a| {
+            a.actor_name()
+                .strip_prefix(self.name.as_str())
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
+    }
+
     fn on_child_event(&mut self, event: &ChildEvent, ctx: &mut Context<'_, Self>) {
         match event {
+            ChildEvent::Started { address, .. } | ChildEvent::Down { address: Some(address), .. }
+                if !self.is_worker(Some(address)) => {}
             ChildEvent::Started { slot, address } => {
                 let local = (address.locality_id() == ctx.core.id())
                     .then(|| ctx.core.routes.address(address.key()).map(|a| a.owner))
