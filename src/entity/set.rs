@@ -71,8 +71,13 @@ struct Entity {
     slot: Option<usize>,
     /// The current instance has started (got its messages).
     started: bool,
+    /// When the set last routed a message to it (with idle time or a cap).
     last_active: Instant,
-    pending: VecDeque<Box<dyn Held>>,
+    /// When it was last moved to the front of the list of use, at most
+    /// `granularity` before `last_active`.
+    linked_at: Instant,
+    /// Messages waiting for the next instance (boxed: most entities have none).
+    pending: Option<Box<VecDeque<Box<dyn Held>>>>,
 }
 
 /// A message held for an entity until it is live.
@@ -187,6 +192,10 @@ where
     stopping: usize,
     buffered: usize,
     idle_timer: Option<TimerId>,
+    /// Idle time or a cap is set: the list of use is kept.
+    ordered: bool,
+    /// How long an entity stays at its place in the list of use.
+    granularity: Duration,
     closing: bool,
     stats: StatsHandle<EntityStats>,
 }
@@ -231,6 +240,8 @@ where
             stopping: 0,
             buffered: 0,
             idle_timer: None,
+            ordered: false,
+            granularity: Duration::ZERO,
             closing: false,
             stats: StatsHandle::default(),
         }
@@ -267,7 +278,9 @@ where
     }
 
     /// Passivates an entity that got no message through the set for
-    /// `idle` (on the locality's clock). Default: never.
+    /// `idle` (on the locality's clock), give or take `idle / 64` (an
+    /// entity moves in the set's order of use at most that often). Default:
+    /// never.
     pub fn idle_after(mut self, idle: Duration) -> Self {
         self.idle = Some(idle);
         self
@@ -360,10 +373,24 @@ where
     /// Delivers to a live entity and marks it used.
     #[inline]
     fn deliver<M: 'static>(&mut self, idx: u32, dest: Key, message: &M, ctx: &mut Context<'_, Self>) {
-        self.table.get_mut(idx).last_active = ctx.core.now;
-        self.table.touch(idx);
+        if self.ordered {
+            self.used(idx, ctx);
+        }
         if !deliver_now(ctx.core, ctx.me, dest, message) {
             self.leaving(idx);
+        }
+    }
+
+    /// Marks the entity at `idx` used now: to the front of the list of use,
+    /// unless it went there less than `granularity` ago (a set with idle
+    /// time then passivates at most that late, and moves few entities).
+    fn used(&mut self, idx: u32, ctx: &mut Context<'_, Self>) {
+        let now = ctx.core.now;
+        let e = self.table.get_mut(idx);
+        e.last_active = now;
+        if now.saturating_duration_since(e.linked_at) >= self.granularity {
+            e.linked_at = now;
+            self.table.touch(idx);
         }
         if self.idle_timer.is_none() {
             self.arm_idle(ctx);
@@ -401,7 +428,11 @@ where
                 Err(error) => return self.refuse(held, error, ctx),
             },
         };
-        self.table.get_mut(idx).pending.push_back(held);
+        self.table
+            .get_mut(idx)
+            .pending
+            .get_or_insert_default()
+            .push_back(held);
         self.buffered += 1;
         self.publish();
     }
@@ -531,7 +562,7 @@ where
         if e.phase == Phase::Waiting {
             self.waiting.retain(|&w| w != idx);
         }
-        for held in e.pending {
+        for held in e.pending.into_iter().flat_map(|p| *p) {
             self.buffered -= 1;
             self.refuse(held, error.clone(), ctx);
         }
@@ -597,13 +628,21 @@ where
         e.phase = Phase::Live;
         e.started = true;
         e.last_active = now;
+        e.linked_at = now;
         self.table.touch(idx);
-        while !self.table.get(idx).pending.is_empty()
+        while self.table.get(idx).pending.is_some()
             && let Some(dest) = self.live_at(idx, ctx.core)
         {
-            let Some(held) = self.table.get_mut(idx).pending.pop_front() else {
+            let e = self.table.get_mut(idx);
+            let Some(queue) = e.pending.as_deref_mut() else {
                 break;
             };
+            let Some(held) = queue.pop_front() else {
+                break;
+            };
+            if queue.is_empty() {
+                e.pending = None;
+            }
             self.buffered -= 1;
             if !held.deliver(ctx.core, ctx.me, dest) {
                 self.leaving(idx);
@@ -645,7 +684,7 @@ where
         if self.closing {
             let why = format!("entity set {} is shutting down", self.name);
             self.drop_entity(idx, Error::new(ErrorCode::Unavailable).with_context(why), ctx);
-        } else if self.table.get(idx).pending.is_empty() {
+        } else if self.table.get(idx).pending.is_none() {
             self.table.remove(idx); // nothing is kept of a passivated entity
         } else if !started {
             // It never got its messages (a failed init): they go, or the
@@ -722,7 +761,8 @@ impl Entity {
             slot: None,
             started: false,
             last_active: now,
-            pending: VecDeque::new(),
+            linked_at: now,
+            pending: None,
         }
     }
 }
@@ -738,6 +778,8 @@ where
             return ctx.fail(error);
         }
         make_supervisor(ctx.core, ctx.me);
+        self.ordered = self.idle.is_some() || self.max_live.is_some();
+        self.granularity = self.idle.map_or(Duration::ZERO, |idle| idle / 64);
         ctx.subscribe(Self::on_child_event);
         for route in std::mem::take(&mut self.routes) {
             route(ctx);
@@ -754,9 +796,9 @@ where
         let error = Error::new(ErrorCode::Unavailable).with_context(why);
         for idx in self.table.indices() {
             let e = self.table.get_mut(idx);
-            let pending = std::mem::take(&mut e.pending);
+            let pending = e.pending.take();
             let waiting = e.phase == Phase::Waiting;
-            for held in pending {
+            for held in pending.into_iter().flat_map(|p| *p) {
                 self.buffered -= 1;
                 self.refuse(held, error.clone(), ctx);
             }
