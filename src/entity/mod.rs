@@ -7,10 +7,12 @@
 //! what is guaranteed.
 //!
 //! - `set.rs`: [`EntitySet`], routing by key, creation, passivation, limits;
-//!   `table.rs` keeps its entities in least-recently-used order.
+//!   `table.rs` keeps its entities in least-recently-used order, by a
+//!   hash of their keys (`hash.rs`).
 //! - `pool.rs`: [`Pool`], routing round-robin or to the least loaded worker.
 //! - `watch.rs`: the child events the core reports to them.
 
+mod hash;
 mod pool;
 mod set;
 mod settings;

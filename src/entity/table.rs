@@ -2,6 +2,7 @@
 //! the ones that may be passivated: touching one moves it to the front in
 //! O(1), the tail is the least recently used.
 
+use super::hash::Seeded;
 use slab::Slab;
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -20,7 +21,7 @@ struct Node<K, V> {
 /// Values by key, in a slab (indices stay put while a value lives), with
 /// an intrusive list of some of them in order of use.
 pub(super) struct Table<K, V> {
-    index: HashMap<K, u32>,
+    index: HashMap<K, u32, Seeded>,
     nodes: Slab<Node<K, V>>,
     /// Most recently used.
     head: u32,
@@ -31,7 +32,7 @@ pub(super) struct Table<K, V> {
 impl<K: Clone + Eq + Hash, V> Table<K, V> {
     pub(super) fn new() -> Self {
         Table {
-            index: HashMap::new(),
+            index: HashMap::with_hasher(Seeded::new()),
             nodes: Slab::new(),
             head: NIL,
             tail: NIL,
@@ -76,7 +77,7 @@ impl<K: Clone + Eq + Hash, V> Table<K, V> {
     fn shrink(&mut self) {
         if self.nodes.is_empty() {
             self.nodes = Slab::new();
-            self.index = HashMap::new();
+            self.index = HashMap::with_hasher(self.index.hasher().clone());
         } else if self.index.capacity() > 64 && self.index.len() < self.index.capacity() / 4 {
             self.index.shrink_to(self.index.len() * 2);
             // The slab cannot move its values; it shrinks past its last one.
