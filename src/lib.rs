@@ -74,6 +74,13 @@
 //!   requester gets exactly one [`Response<R>`](Response): the reply, the
 //!   server's error, a timeout, or a cancellation.
 //!
+//! **Actors on demand.**
+//! - An [`EntitySet`] is a supervisor with a child per key: a message sent
+//!   to the set for a key ([`Keyed`]) reaches that key's entity, made on
+//!   its first message and passivated when idle. A [`Pool`] is N identical
+//!   workers behind one address, here or on other localities, fed
+//!   round-robin or to the least loaded. `docs/entities.md` has the design.
+//!
 //! **Names.**
 //! - The [`Registry`] is an actor that maps names to addresses. A supervisor
 //!   made with [`SupervisorConfig::with_registry`] starts one for its subtree;
@@ -290,7 +297,7 @@
 //!
 //! In the repository's `docs/`: `tutorial.md`, `architecture.md`,
 //! `lifecycle.md`, `embedding.md`, `guarantees.md`, `inspection.md`,
-//! `benchmarks.md`, `coming-from-rotor.md`,
+//! `benchmarks.md`, `entities.md`, `coming-from-rotor.md`,
 //! `coming-from-actix-or-stakker.md`. Every file in `examples/` opens with
 //! what it shows and how to run it.
 #![deny(unsafe_code)]
