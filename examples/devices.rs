@@ -42,10 +42,12 @@ impl Actor for Device {
             me.readings += 1;
             me.sum += r.0;
         });
-        ctx.subscribe(|me: &mut Self, q: &RequestMsg<Average>, ctx: &mut Context<'_, Self>| {
-            let average = me.sum / f64::from(me.readings.max(1));
-            ctx.reply(q, (me.readings, average));
-        });
+        ctx.subscribe(
+            |me: &mut Self, q: &RequestMsg<Average>, ctx: &mut Context<'_, Self>| {
+                let average = me.sum / f64::from(me.readings.max(1));
+                ctx.reply(q, (me.readings, average));
+            },
+        );
     }
     fn shutdown_finish(&mut self, ctx: &mut Context<'_, Self>) {
         let average = self.sum / f64::from(self.readings.max(1));
@@ -105,9 +107,12 @@ impl Feed {
                     ctx.request(&self.devices, Average(key), Duration::from_secs(1));
                 }
                 for n in range {
-                    if self.next_random() % 3 == 0 {
+                    if self.next_random().is_multiple_of(3) {
                         let value = 20.0 + (self.next_random() % 100) as f64 / 10.0;
-                        ctx.send(&self.devices, Keyed::new(format!("device-{n}"), Reading(value)));
+                        ctx.send(
+                            &self.devices,
+                            Keyed::new(format!("device-{n}"), Reading(value)),
+                        );
                         self.sent += 1;
                     }
                 }
@@ -130,15 +135,17 @@ impl Feed {
 
 impl Actor for Feed {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|_: &mut Self, r: &Response<Average>, ctx: &mut Context<'_, Self>| {
-            if let Ok((readings, average)) = r.result() {
-                println!(
-                    "{:>5} ms  {:<10} asked: {readings} readings, average {average:.1}",
-                    ms(ctx.now()),
-                    r.request().0
-                );
-            }
-        });
+        ctx.subscribe(
+            |_: &mut Self, r: &Response<Average>, ctx: &mut Context<'_, Self>| {
+                if let Ok((readings, average)) = r.result() {
+                    println!(
+                        "{:>5} ms  {:<10} asked: {readings} readings, average {average:.1}",
+                        ms(ctx.now()),
+                        r.request().0
+                    );
+                }
+            },
+        );
     }
     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
         ctx.start_timer(Duration::ZERO, Self::on_tick);

@@ -48,7 +48,8 @@ struct Device {
 
 impl Device {
     fn say(&self, ctx: &Context<'_, Self>, what: impl std::fmt::Display) {
-        self.log.push(format!("{} ({}) {what}", ctx.name(), self.instance));
+        self.log
+            .push(format!("{} ({}) {what}", ctx.name(), self.instance));
     }
 
     fn hold(ctx: &mut Context<'_, Self>, ms: u64, kind: u32) {
@@ -68,10 +69,12 @@ impl Actor for Device {
         });
         ctx.subscribe(|_: &mut Self, _: &Boom, _: &mut Context<'_, Self>| panic!("boom"));
         ctx.subscribe(|_: &mut Self, _: &Leave, ctx: &mut Context<'_, Self>| ctx.shutdown());
-        ctx.subscribe(|me: &mut Self, q: &RequestMsg<Get>, ctx: &mut Context<'_, Self>| {
-            me.say(ctx, "asked");
-            ctx.reply(q, (me.instance, me.readings));
-        });
+        ctx.subscribe(
+            |me: &mut Self, q: &RequestMsg<Get>, ctx: &mut Context<'_, Self>| {
+                me.say(ctx, "asked");
+                ctx.reply(q, (me.instance, me.readings));
+            },
+        );
         if self.plan.failing.contains(&self.key) {
             ctx.fail(commutator::Error::failure("no such device"));
         } else if let Some(ms) = self.plan.hold_init {
@@ -126,13 +129,17 @@ impl Actor for Asker {
         ctx.subscribe(|me: &mut Self, ask: &Ask, ctx: &mut Context<'_, Self>| {
             ctx.request(&me.set, Get(ask.0), Duration::from_secs(10));
         });
-        ctx.subscribe(|me: &mut Self, r: &Response<Get>, _: &mut Context<'_, Self>| {
-            let line = match r.result() {
-                Ok((instance, readings)) => format!("{}: ({instance}) {readings}", r.request().0),
-                Err(e) => format!("{}: {:?}", r.request().0, e.code()),
-            };
-            me.log.push(format!("asker {line}"));
-        });
+        ctx.subscribe(
+            |me: &mut Self, r: &Response<Get>, _: &mut Context<'_, Self>| {
+                let line = match r.result() {
+                    Ok((instance, readings)) => {
+                        format!("{}: ({instance}) {readings}", r.request().0)
+                    }
+                    Err(e) => format!("{}: {:?}", r.request().0, e.code()),
+                };
+                me.log.push(format!("asker {line}"));
+            },
+        );
     }
 }
 
@@ -146,7 +153,10 @@ struct Fixture {
 }
 
 impl Fixture {
-    fn new(make: impl FnOnce(EntitySet<u32, Device>) -> EntitySet<u32, Device>, plan: Plan) -> Self {
+    fn new(
+        make: impl FnOnce(EntitySet<u32, Device>) -> EntitySet<u32, Device>,
+        plan: Plan,
+    ) -> Self {
         let (mut l, root) = root_on_l0();
         let clock = Clock { t0: l.now() };
         let log = Log::new();
@@ -178,7 +188,12 @@ impl Fixture {
             set: self.set.clone(),
             log: self.log.clone(),
         };
-        let asker = self.l.spawn(&self.root, asker).name("asker").finish().unwrap();
+        let asker = self
+            .l
+            .spawn(&self.root, asker)
+            .name("asker")
+            .finish()
+            .unwrap();
         self.l.run_until_idle(self.clock.t0);
         asker
     }
@@ -198,7 +213,11 @@ fn the_first_message_for_a_key_makes_its_entity_named_by_the_key() {
         ]
     );
     f.send(42, Reading(0, 1));
-    assert_eq!(f.at(0), ["devices/42 (1) got 0.1"], "later messages go straight to it");
+    assert_eq!(
+        f.at(0),
+        ["devices/42 (1) got 0.1"],
+        "later messages go straight to it"
+    );
     let s = f.stats.get();
     assert_eq!((s.live, s.created, s.buffered), (1, 1, 0));
     assert_eq!(f.l.stats().actors, 3, "the root, the set and one device");
@@ -246,7 +265,10 @@ fn messages_that_arrive_while_the_entity_initializes_wait_and_keep_their_order()
 
 #[test]
 fn an_idle_entity_is_passivated_through_its_lifecycle_and_made_again_on_its_next_message() {
-    let mut f = Fixture::new(|s| s.idle_after(Duration::from_millis(100)), Plan::default());
+    let mut f = Fixture::new(
+        |s| s.idle_after(Duration::from_millis(100)),
+        Plan::default(),
+    );
     f.send(1, Reading(0, 0));
     f.send(2, Reading(0, 0));
     f.at(0);
@@ -255,11 +277,17 @@ fn an_idle_entity_is_passivated_through_its_lifecycle_and_made_again_on_its_next
     assert_eq!(f.at(99), Vec::<String>::new());
     assert_eq!(
         f.at(100),
-        ["devices/1 (1) shutdown_start", "devices/1 (1) shutdown_finish"]
+        [
+            "devices/1 (1) shutdown_start",
+            "devices/1 (1) shutdown_finish"
+        ]
     );
     assert_eq!(
         f.at(150),
-        ["devices/2 (1) shutdown_start", "devices/2 (1) shutdown_finish"]
+        [
+            "devices/2 (1) shutdown_start",
+            "devices/2 (1) shutdown_finish"
+        ]
     );
     let s = f.stats.get();
     assert_eq!((s.live, s.passivated), (0, 2));
@@ -296,7 +324,11 @@ fn a_message_that_arrives_while_its_entity_is_passivated_reaches_the_new_instanc
     f.at(0);
     assert_eq!(f.at(100), ["devices/1 (1) shutdown_start"]);
     f.send(1, Reading(0, 1));
-    assert_eq!(f.at(105), Vec::<String>::new(), "held, not given to the leaving instance");
+    assert_eq!(
+        f.at(105),
+        Vec::<String>::new(),
+        "held, not given to the leaving instance"
+    );
     assert_eq!(f.stats.get().buffered, 1);
     assert_eq!(
         f.at(110),
@@ -454,22 +486,37 @@ fn a_full_buffer_refuses_more_and_a_closing_set_refuses_everything() {
     f.send(1, Reading(0, 0));
     f.send(1, Reading(0, 1));
     f.l.send(&asker, Ask(1)).unwrap();
-    assert_eq!(f.at(0), ["devices/1 (1) init_start", "asker 1: Unavailable"]);
+    assert_eq!(
+        f.at(0),
+        ["devices/1 (1) init_start", "asker 1: Unavailable"]
+    );
     f.at(10);
     f.l.shutdown(&f.set).unwrap();
     f.l.send(&asker, Ask(1)).unwrap();
     let lines = f.at(11);
-    assert!(lines.contains(&"asker 1: Unavailable".to_string()), "{lines:?}");
+    assert!(
+        lines.contains(&"asker 1: Unavailable".to_string()),
+        "{lines:?}"
+    );
     assert_eq!(f.stats.get().refused, 2);
 }
 
 #[test]
 fn settings_that_cannot_work_fail_the_sets_init() {
     for (what, set) in [
-        ("Always", devices(&Log::new(), Plan::default()).restart(RestartPolicy::Always)),
-        ("idle 0", devices(&Log::new(), Plan::default()).idle_after(Duration::ZERO)),
+        (
+            "Always",
+            devices(&Log::new(), Plan::default()).restart(RestartPolicy::Always),
+        ),
+        (
+            "idle 0",
+            devices(&Log::new(), Plan::default()).idle_after(Duration::ZERO),
+        ),
         ("cap 0", devices(&Log::new(), Plan::default()).max_live(0)),
-        ("buffer 0", devices(&Log::new(), Plan::default()).max_buffered(0)),
+        (
+            "buffer 0",
+            devices(&Log::new(), Plan::default()).max_buffered(0),
+        ),
     ] {
         let mut l = Locality::new();
         l.spawn_root(set).name("devices").finish().unwrap();
@@ -477,7 +524,9 @@ fn settings_that_cannot_work_fail_the_sets_init() {
         assert!(l.is_finished(), "{what}");
         let reason = l.exit_reason().expect("a failed init");
         assert!(
-            reason.chain().any(|e| e.code() == ErrorCode::InvalidArgument),
+            reason
+                .chain()
+                .any(|e| e.code() == ErrorCode::InvalidArgument),
             "{what}: {reason:#}"
         );
     }

@@ -37,19 +37,24 @@ impl Actor for Worker {
             me.log.push(format!("{} job {}", ctx.name(), job.0));
         });
         ctx.subscribe(|_: &mut Self, _: &Boom, _: &mut Context<'_, Self>| panic!("boom"));
-        ctx.subscribe(|me: &mut Self, q: &RequestMsg<Work>, ctx: &mut Context<'_, Self>| {
-            let Work { n, delay_ms } = *q.payload();
-            me.log.push(format!("{} work {n}", ctx.name()));
-            let me_at = ctx.address().to_string();
-            if delay_ms == 0 {
-                ctx.reply(q, me_at);
-            } else {
-                let q = q.clone();
-                ctx.start_timer(Duration::from_millis(delay_ms), move |_: &mut Self, ctx, _| {
-                    ctx.reply(&q, me_at);
-                });
-            }
-        });
+        ctx.subscribe(
+            |me: &mut Self, q: &RequestMsg<Work>, ctx: &mut Context<'_, Self>| {
+                let Work { n, delay_ms } = *q.payload();
+                me.log.push(format!("{} work {n}", ctx.name()));
+                let me_at = ctx.address().to_string();
+                if delay_ms == 0 {
+                    ctx.reply(q, me_at);
+                } else {
+                    let q = q.clone();
+                    ctx.start_timer(
+                        Duration::from_millis(delay_ms),
+                        move |_: &mut Self, ctx, _| {
+                            ctx.reply(&q, me_at);
+                        },
+                    );
+                }
+            },
+        );
         ctx.subscribe(
             |me: &mut Self, c: &commutator::CancelRequest<Work>, ctx: &mut Context<'_, Self>| {
                 me.log.push(format!("{} cancelled {}", ctx.name(), c.id()));
@@ -75,13 +80,15 @@ impl Actor for Client {
             };
             ctx.request(&me.pool, work, me.timeout);
         });
-        ctx.subscribe(|me: &mut Self, r: &Response<Work>, _: &mut Context<'_, Self>| {
-            let line = match r.result() {
-                Ok(at) => format!("{}: {}", r.request().n, at.trim_start_matches("L0/")),
-                Err(e) => format!("{}: {:?}", r.request().n, e.code()),
-            };
-            me.log.push(format!("client {line}"));
-        });
+        ctx.subscribe(
+            |me: &mut Self, r: &Response<Work>, _: &mut Context<'_, Self>| {
+                let line = match r.result() {
+                    Ok(at) => format!("{}: {}", r.request().n, at.trim_start_matches("L0/")),
+                    Err(e) => format!("{}: {:?}", r.request().n, e.code()),
+                };
+                me.log.push(format!("client {line}"));
+            },
+        );
     }
 }
 
@@ -214,7 +221,10 @@ fn a_worker_that_goes_down_is_replaced_and_its_unanswered_requests_get_an_error(
     f.at(0);
     f.l.send(&f.pool, Boom).unwrap(); // pool/0 panics
     let lines = f.at(1);
-    assert!(lines.contains(&"client 0: ChildDown".to_string()), "{lines:?}");
+    assert!(
+        lines.contains(&"client 0: ChildDown".to_string()),
+        "{lines:?}"
+    );
     let s = f.stats.get();
     assert_eq!((s.workers, s.replaced, s.failed, s.in_flight), (2, 1, 1, 1));
     for n in 2..4 {
@@ -265,7 +275,10 @@ fn a_request_that_times_out_is_cancelled_at_the_worker_that_has_it() {
     assert_eq!(lines, ["pool/0 work 0"]);
     let lines = f.at(1000);
     assert_eq!(lines.len(), 2, "{lines:?}");
-    assert!(lines[0].starts_with("pool/0 cancelled request#"), "{lines:?}");
+    assert!(
+        lines[0].starts_with("pool/0 cancelled request#"),
+        "{lines:?}"
+    );
     assert_eq!(lines[1], "client 0: RequestTimeout");
     assert_eq!(f.stats.get().in_flight, 0);
 }
@@ -305,7 +318,12 @@ fn a_pool_built_with_a_registry_routes_only_to_its_workers() {
     l.run_until_idle(l.now());
     assert_eq!(
         log.take(),
-        ["pool/0 job 0", "pool/1 job 1", "pool/0 job 2", "pool/1 job 3"]
+        [
+            "pool/0 job 0",
+            "pool/1 job 1",
+            "pool/0 job 2",
+            "pool/1 job 3"
+        ]
     );
     assert_eq!((stats.get().workers, stats.get().starting), (2, 0));
     assert_eq!(l.stats().dropped_unsubscribed, 0);
@@ -320,7 +338,9 @@ fn a_pool_without_workers_fails_its_init() {
     l.run_until_idle(l.now());
     let reason = l.exit_reason().expect("a failed init");
     assert!(
-        reason.chain().any(|e| e.code() == ErrorCode::InvalidArgument),
+        reason
+            .chain()
+            .any(|e| e.code() == ErrorCode::InvalidArgument),
         "{reason:#}"
     );
 }
@@ -335,16 +355,21 @@ struct Burst {
 
 impl Actor for Burst {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|me: &mut Self, r: &Response<Work>, ctx: &mut Context<'_, Self>| {
-            let at = r.result().cloned().unwrap_or_else(|e| format!("{:?}", e.code()));
-            let locality = at.split('/').next().unwrap_or("?").to_string();
-            *me.served.entry(locality).or_default() += 1;
-            me.left -= 1;
-            if me.left == 0 {
-                let _ = me.out.send(std::mem::take(&mut me.served));
-                ctx.shutdown_supervisor();
-            }
-        });
+        ctx.subscribe(
+            |me: &mut Self, r: &Response<Work>, ctx: &mut Context<'_, Self>| {
+                let at = r
+                    .result()
+                    .cloned()
+                    .unwrap_or_else(|e| format!("{:?}", e.code()));
+                let locality = at.split('/').next().unwrap_or("?").to_string();
+                *me.served.entry(locality).or_default() += 1;
+                me.left -= 1;
+                if me.left == 0 {
+                    let _ = me.out.send(std::mem::take(&mut me.served));
+                    ctx.shutdown_supervisor();
+                }
+            },
+        );
     }
     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
         for n in 0..self.left {

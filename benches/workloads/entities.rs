@@ -112,7 +112,10 @@ impl Feeder {
     }
 }
 
-fn entity_system(total: u64, keys: u64) -> (System, Address, Address, Count, StatsHandle<EntityStats>) {
+fn entity_system(
+    total: u64,
+    keys: u64,
+) -> (System, Address, Address, Count, StatsHandle<EntityStats>) {
     let (mut system, root) = new_system(Feeder {
         set: None,
         me: None,
@@ -128,7 +131,11 @@ fn entity_system(total: u64, keys: u64) -> (System, Address, Address, Count, Sta
     let made = count.clone();
     let set = EntitySet::new(move |_: &u64| Entity(made.clone())).route::<Hit>();
     let stats = set.stats();
-    let set = system.spawn(&root, set).name("entities").finish().expect("set");
+    let set = system
+        .spawn(&root, set)
+        .name("entities")
+        .finish()
+        .expect("set");
     (system, root, set, count, stats)
 }
 
@@ -210,7 +217,12 @@ fn e2_direct() {
         feeder: Rc::new(Cell::new(Some(root.clone()))),
     };
     let actors: Vec<Address> = (0..keys)
-        .map(|_| system.spawn(&root, Entity(count.clone())).finish().expect("actor"))
+        .map(|_| {
+            system
+                .spawn(&root, Entity(count.clone()))
+                .finish()
+                .expect("actor")
+        })
         .collect();
     system.send(&root, Actors(actors)).expect("actors");
     timed("e2_direct", total, system, &root, Go(None, total));
@@ -236,7 +248,11 @@ fn e3() {
         .route::<Hit>()
         .idle_after(Duration::from_secs(1));
     let stats = set.stats();
-    let set = locality.spawn_root(set).name("entities").finish().expect("set");
+    let set = locality
+        .spawn_root(set)
+        .name("entities")
+        .finish()
+        .expect("set");
     locality.run_until_idle(t0);
     let mut round = |from: u64, at: Duration| {
         let before = counters.live_bytes();
@@ -280,13 +296,17 @@ impl Request for Crunch {
 struct Cruncher;
 impl Actor for Cruncher {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|_: &mut Self, q: &RequestMsg<Crunch>, ctx: &mut Context<'_, Self>| {
-            let mut x = q.payload().0;
-            for i in 0..WORK {
-                x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
-            }
-            ctx.reply(q, x);
-        });
+        ctx.subscribe(
+            |_: &mut Self, q: &RequestMsg<Crunch>, ctx: &mut Context<'_, Self>| {
+                let mut x = q.payload().0;
+                for i in 0..WORK {
+                    x = std::hint::black_box(
+                        x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i),
+                    );
+                }
+                ctx.reply(q, x);
+            },
+        );
     }
 }
 
@@ -305,15 +325,17 @@ impl Actor for PoolClient {
                 me.next(ctx);
             }
         });
-        ctx.subscribe(|me: &mut Self, r: &Response<Crunch>, ctx: &mut Context<'_, Self>| {
-            assert!(r.result().is_ok(), "request failed: {r:?}");
-            me.answered += 1;
-            if me.answered == me.total {
-                done(ctx);
-            } else if me.sent < me.total {
-                me.next(ctx);
-            }
-        });
+        ctx.subscribe(
+            |me: &mut Self, r: &Response<Crunch>, ctx: &mut Context<'_, Self>| {
+                assert!(r.result().is_ok(), "request failed: {r:?}");
+                me.answered += 1;
+                if me.answered == me.total {
+                    done(ctx);
+                } else if me.sent < me.total {
+                    me.next(ctx);
+                }
+            },
+        );
     }
 }
 
@@ -344,7 +366,11 @@ fn pool_run(workload: &str, threads: usize) -> f64 {
         pool = pool.on(handle, 1);
     }
     drop(handles);
-    let pool = system.spawn(&root, pool).name("pool").finish().expect("pool");
+    let pool = system
+        .spawn(&root, pool)
+        .name("pool")
+        .finish()
+        .expect("pool");
     let client = PoolClient {
         pool,
         sent: 0,

@@ -342,7 +342,10 @@ impl<W: Actor> Pool<W> {
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         }
         if self.max_buffered == 0 {
-            let why = format!("pool {}: the buffer must hold one message at least", self.name);
+            let why = format!(
+                "pool {}: the buffer must hold one message at least",
+                self.name
+            );
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         }
         self.children.check(&format!("pool {}", self.name))
@@ -510,8 +513,10 @@ impl<W: Actor> Pool<W> {
         self.stats.update(|s| s.in_flight = in_flight);
     }
 
+    /// Holds a message while no worker can take it: some are initializing,
+    /// restarting, or leaving (and will be replaced, or say they are gone).
     fn hold(&mut self, job: Box<dyn Job<W>>, ctx: &mut Context<'_, Self>) {
-        if self.starting == 0 {
+        if self.starting == 0 && self.workers.is_empty() {
             return self.refuse(job, "has no worker left", ctx);
         }
         if self.pending.len() >= self.max_buffered {
@@ -521,7 +526,8 @@ impl<W: Actor> Pool<W> {
     }
 
     fn refuse(&mut self, job: Box<dyn Job<W>>, why: &str, ctx: &mut Context<'_, Self>) {
-        let error = Error::new(ErrorCode::Unavailable).with_context(format!("pool {} {why}", self.name));
+        let error =
+            Error::new(ErrorCode::Unavailable).with_context(format!("pool {} {why}", self.name));
         tracing::debug!(pool = %self.name, %error, "refused");
         job.refuse(ctx, error);
         self.stats.update(|s| s.refused += 1);
@@ -563,8 +569,11 @@ impl<W: Actor> Pool<W> {
 
     fn on_child_event(&mut self, event: &ChildEvent, ctx: &mut Context<'_, Self>) {
         match event {
-            ChildEvent::Started { address, .. } | ChildEvent::Down { address: Some(address), .. }
-                if !self.is_worker(Some(address)) => {}
+            ChildEvent::Started { address, .. }
+            | ChildEvent::Down {
+                address: Some(address),
+                ..
+            } if !self.is_worker(Some(address)) => {}
             ChildEvent::Started { slot, address } => {
                 let local = (address.locality_id() == ctx.core.id())
                     .then(|| ctx.core.routes.address(address.key()).map(|a| a.owner))
