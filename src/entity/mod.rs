@@ -6,10 +6,13 @@
 //! receive to their children. `docs/entities.md` explains the design and
 //! what is guaranteed.
 //!
-//! - `set.rs`: [`EntitySet`], routing by key, creation, passivation, limits;
-//!   `table.rs` keeps its entities in least-recently-used order, by a
-//!   hash of their keys (`hash.rs`).
-//! - `pool.rs`: [`Pool`], routing round-robin or to the least loaded worker.
+//! - `set.rs`: [`EntitySet`] and its routing by key; `set/instances.rs`:
+//!   creation, passivation, limits, idle time; `table.rs` keeps the
+//!   entities in least-recently-used order, by a hash of their keys
+//!   (`hash.rs`).
+//! - `pool.rs`: [`Pool`] and its workers; `pool/routing.rs`: round-robin or
+//!   to the least loaded worker, requests in flight.
+//! - `settings.rs`: what a set or pool builds each child with.
 //! - `watch.rs`: the child events the core reports to them.
 
 mod hash;
