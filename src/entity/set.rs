@@ -4,7 +4,7 @@
 
 mod instances;
 
-use self::instances::{Asked, Entity, Held, Phase, Plain};
+use self::instances::{Asked, Entity, Held, Live, Phase, Plain};
 
 use super::settings::{ChildSettings, child_settings_methods};
 use super::table::Table;
@@ -116,7 +116,7 @@ where
     max_live: Option<usize>,
     max_buffered: usize,
     name: String,
-    table: Table<K, Entity>,
+    table: Table<K, Entity, Live>,
     /// The entity of each child slot (learned from the first event).
     by_slot: Vec<u32>,
     /// Instances made and not yet reported by a child event.
@@ -278,11 +278,24 @@ where
 
     // ---------------- routing ----------------
 
-    /// The entity of `key` if it is live: its index and address key.
+    /// The entity of `key` if it is live: its index and address key. Reads
+    /// the hash table's bucket and the actor's state, not the record.
     #[inline]
     fn live_entity(&mut self, key: &K, core: &Core) -> Option<(u32, Key)> {
-        let idx = self.table.find(key)?;
-        self.live_at(idx, core).map(|dest| (idx, dest))
+        let (idx, live) = self.table.find_hot(key)?;
+        if live.dest.is_none() || self.closing {
+            return None;
+        }
+        if core
+            .actors
+            .get(live.actor)
+            .is_some_and(|c| c.state == ActorState::Operational)
+        {
+            Some((idx, live.dest))
+        } else {
+            self.leaving(idx); // it is going on its own: hold for the next one
+            None
+        }
     }
 
     /// The address key of the entity at `idx`, if it is live.

@@ -1,6 +1,9 @@
 //! The entities of a set by key, with a least-recently-used list through
 //! the ones that may be passivated: touching one moves it to the front in
-//! O(1), the tail is the least recently used.
+//! O(1), the tail is the least recently used. Beside each key's index, the
+//! hash table keeps a small `hot` value (what routing a message needs), so
+//! that a message to a live entity reads one bucket, not the entity's
+//! record too.
 
 use super::hash::Seeded;
 use slab::Slab;
@@ -19,9 +22,10 @@ struct Node<K, V> {
 }
 
 /// Values by key, in a slab (indices stay put while a value lives), with
-/// an intrusive list of some of them in order of use.
-pub(super) struct Table<K, V> {
-    index: HashMap<K, u32, Seeded>,
+/// an intrusive list of some of them in order of use, and a hot value `H`
+/// per key in the hash table itself.
+pub(super) struct Table<K, V, H> {
+    index: HashMap<K, (u32, H), Seeded>,
     nodes: Slab<Node<K, V>>,
     /// Most recently used.
     head: u32,
@@ -29,7 +33,7 @@ pub(super) struct Table<K, V> {
     tail: u32,
 }
 
-impl<K: Clone + Eq + Hash, V> Table<K, V> {
+impl<K: Clone + Eq + Hash, V, H: Copy> Table<K, V, H> {
     pub(super) fn new() -> Self {
         Table {
             index: HashMap::with_hasher(Seeded::new()),
@@ -47,11 +51,24 @@ impl<K: Clone + Eq + Hash, V> Table<K, V> {
     /// The index of the value of `key`.
     #[inline]
     pub(super) fn find(&self, key: &K) -> Option<u32> {
+        self.index.get(key).map(|&(idx, _)| idx)
+    }
+
+    /// The index of the value of `key`, and its hot value.
+    #[inline]
+    pub(super) fn find_hot(&self, key: &K) -> Option<(u32, H)> {
         self.index.get(key).copied()
     }
 
-    /// Adds a value (not in the list); `key` must be new.
-    pub(super) fn insert(&mut self, key: K, value: V) -> u32 {
+    /// Sets the hot value of the value at `idx`.
+    pub(super) fn set_hot(&mut self, idx: u32, hot: H) {
+        if let Some(entry) = self.index.get_mut(&self.nodes[idx as usize].key) {
+            entry.1 = hot;
+        }
+    }
+
+    /// Adds a value (not in the list) and its hot value; `key` must be new.
+    pub(super) fn insert(&mut self, key: K, value: V, hot: H) -> u32 {
         let idx = self.nodes.insert(Node {
             key: key.clone(),
             value,
@@ -60,7 +77,7 @@ impl<K: Clone + Eq + Hash, V> Table<K, V> {
             linked: false,
         });
         let idx = u32::try_from(idx).expect("fewer than 2^32 entities in one set");
-        self.index.insert(key, idx);
+        self.index.insert(key, (idx, hot));
         idx
     }
 
@@ -155,7 +172,7 @@ impl<K: Clone + Eq + Hash, V> Table<K, V> {
 mod tests {
     use super::*;
 
-    fn order(t: &Table<u32, ()>) -> Vec<u32> {
+    fn order(t: &Table<u32, (), ()>) -> Vec<u32> {
         let mut out = Vec::new();
         let mut at = t.head;
         while at != NIL {
@@ -168,9 +185,9 @@ mod tests {
     #[test]
     fn touching_moves_to_the_front_and_the_tail_is_the_least_recently_used() {
         let mut t = Table::new();
-        let a = t.insert(1, ());
-        let b = t.insert(2, ());
-        let c = t.insert(3, ());
+        let a = t.insert(1, (), ());
+        let b = t.insert(2, (), ());
+        let c = t.insert(3, (), ());
         assert_eq!(t.tail(), None, "nothing is in the list until touched");
         t.touch(a);
         t.touch(b);
@@ -192,8 +209,8 @@ mod tests {
 
     #[test]
     fn a_table_that_empties_gives_its_memory_back() {
-        let mut t = Table::new();
-        let all: Vec<u32> = (0..1000).map(|k| t.insert(k, ())).collect();
+        let mut t: Table<u32, (), ()> = Table::new();
+        let all: Vec<u32> = (0..1000).map(|k| t.insert(k, (), ())).collect();
         for idx in all {
             t.touch(idx);
         }

@@ -85,6 +85,22 @@ impl<R: Request> Held for Asked<R> {
     }
 }
 
+/// Where a live entity's messages go, kept in the set's hash table beside
+/// its key (`NOT_LIVE` while it is not live): what routing needs, in the
+/// bucket the lookup reads anyway.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Live {
+    /// Its address's key.
+    pub(super) dest: Key,
+    /// Its actor's key (for the state check).
+    pub(super) actor: Key,
+}
+
+pub(super) const NOT_LIVE: Live = Live {
+    dest: Key::NONE,
+    actor: Key::NONE,
+};
+
 /// No entity (in `by_slot`).
 const NIL: u32 = u32::MAX;
 
@@ -103,7 +119,7 @@ where
         if self.has_room() {
             let idx = self
                 .table
-                .insert(key.clone(), Entity::new(Phase::Starting, now));
+                .insert(key.clone(), Entity::new(Phase::Starting, now), NOT_LIVE);
             if let Err(error) = self.spawn(idx, ctx) {
                 self.table.remove(idx);
                 return Err(error);
@@ -119,7 +135,7 @@ where
         }
         let idx = self
             .table
-            .insert(key.clone(), Entity::new(Phase::Waiting, now));
+            .insert(key.clone(), Entity::new(Phase::Waiting, now), NOT_LIVE);
         self.waiting.push_back(idx);
         self.passivate_for_waiting(ctx);
         Ok(idx)
@@ -166,6 +182,7 @@ where
             e.phase = Phase::Stopping;
             self.stopping += 1;
             self.table.unlink(idx);
+            self.table.set_hot(idx, NOT_LIVE);
         }
     }
 
@@ -178,6 +195,7 @@ where
         };
         e.phase = Phase::Stopping;
         self.stopping += 1;
+        self.table.set_hot(idx, NOT_LIVE);
         self.stats.update(|s| s.passivated += 1);
         tracing::debug!(entity = %address, why, "passivating");
         let reason = Error::normal().with_context(format!("{address} passivated: {why}"));
@@ -287,6 +305,8 @@ where
         e.last_active = now;
         e.linked_at = now;
         self.table.touch(idx);
+        let dest = address.key();
+        self.table.set_hot(idx, Live { dest, actor });
         while self.table.get(idx).pending.is_some()
             && let Some(dest) = self.live_at(idx, ctx.core)
         {
@@ -323,6 +343,7 @@ where
             return;
         };
         self.table.unlink(idx);
+        self.table.set_hot(idx, NOT_LIVE);
         let e = self.table.get_mut(idx);
         if e.phase == Phase::Stopping {
             self.stopping -= 1;
