@@ -16,7 +16,10 @@
 //!   figure depends on how full the tables are).
 //!
 //! `cargo bench` runs both; `cargo bench --bench workloads -- w3` runs one
-//! workload of one target.
+//! workload of one target. The entity-set and pool workloads (`e1` to `e3`,
+//! `p1`, `p2`) are in `workloads/entities.rs`.
+
+mod entities;
 
 use commutator::prelude::*;
 use std::cell::Cell;
@@ -105,8 +108,14 @@ fn report(workload: &str, count: u64, secs: f64) {
 }
 
 /// Brings the tree up, sends the kick, times `run()` (or counts the
-/// allocations in it).
-fn timed<M: Send + 'static>(workload: &str, count: u64, mut system: System, to: &Address, kick: M) {
+/// allocations in it); returns the seconds timed.
+fn timed<M: Send + 'static>(
+    workload: &str,
+    count: u64,
+    mut system: System,
+    to: &Address,
+    kick: M,
+) -> f64 {
     system.locality().run_until_idle(Instant::now());
     DONE.with(|d| d.set(None));
     mark();
@@ -115,7 +124,9 @@ fn timed<M: Send + 'static>(workload: &str, count: u64, mut system: System, to: 
     system.run().expect("run");
     // w4 times its whole run (spawn, start, shutdown); the others stop at `done`.
     let end = DONE.with(Cell::get).unwrap_or_else(Instant::now);
-    report(workload, count, end.duration_since(t0).as_secs_f64());
+    let secs = end.duration_since(t0).as_secs_f64();
+    report(workload, count, secs);
+    secs
 }
 
 fn new_system(root: impl Actor) -> (System, Address) {
@@ -572,4 +583,5 @@ pub fn main(counters: Option<&'static dyn Counters>) {
     if run("w6_scale") {
         pingpong("w6_scale", N_IDLE / usize::from(SCALE_DIV.load(Relaxed)));
     }
+    entities::main(&run);
 }

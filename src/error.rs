@@ -71,6 +71,15 @@ pub enum ErrorCode {
     /// supervisor elsewhere gets this as the child's reason.
     #[error("locality lost")]
     LocalityLost,
+    /// An entity set is at its cap of live entities and none of them is
+    /// idle, so a new key is refused (see `docs/entities.md`).
+    #[error("entity limit reached")]
+    EntityLimit,
+    /// A pool or an entity set cannot take the message: it is shutting
+    /// down, it has no worker left, its buffer is full, or the entity failed
+    /// its init; the context says which (and the cause, if any, why).
+    #[error("unavailable")]
+    Unavailable,
 
     /// Misuse: spawning on a supervisor that is shutting down or gone.
     #[error("supervisor is shutting down")]

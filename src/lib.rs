@@ -74,6 +74,13 @@
 //!   requester gets exactly one [`Response<R>`](Response): the reply, the
 //!   server's error, a timeout, or a cancellation.
 //!
+//! **Actors on demand.**
+//! - An [`EntitySet`] is a supervisor with a child per key: a message sent
+//!   to the set for a key ([`Keyed`]) reaches that key's entity, made on
+//!   its first message and passivated when idle. A [`Pool`] is N identical
+//!   workers behind one address, here or on other localities, fed
+//!   round-robin or to the least loaded. `docs/entities.md` has the design.
+//!
 //! **Names.**
 //! - The [`Registry`] is an actor that maps names to addresses. A supervisor
 //!   made with [`SupervisorConfig::with_registry`] starts one for its subtree;
@@ -295,7 +302,7 @@
 //!
 //! In the repository's `docs/`: `tutorial.md`, `architecture.md`,
 //! `lifecycle.md`, `embedding.md`, `guarantees.md`, `inspection.md`,
-//! `benchmarks.md`, `coming-from-rotor.md`,
+//! `benchmarks.md`, `entities.md`, `coming-from-rotor.md`,
 //! `coming-from-actix-or-stakker.md`. Every file in `examples/` opens with
 //! what it shows and how to run it.
 #![deny(unsafe_code)]
@@ -312,6 +319,7 @@ mod arena;
 mod builder;
 mod context;
 mod dead_letter;
+mod entity;
 mod error;
 pub mod inspect;
 mod io;
@@ -334,6 +342,7 @@ pub use address::Address;
 pub use builder::{Builder, Elsewhere, Here};
 pub use context::{Context, Discovery, SubscriptionId};
 pub use dead_letter::{DeadLetter, DeadLetterReason};
+pub use entity::{EntitySet, EntityStats, Keyed, Pool, PoolStats, PoolStrategy, StatsHandle};
 pub use error::{Error, ErrorCode, Result, SendError};
 pub use io::{Io, IoGuard, IoId};
 pub use locality::{
@@ -359,9 +368,9 @@ pub use mio;
 /// The names most programs need: `use commutator::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Actor, ActorState, Address, CancelRequest, Context, DeadLetter, Error, ErrorCode,
-        InitFailurePolicy, Io, IoGuard, Locality, LocalityHandle, Plugin, Request, RequestId,
-        RequestMsg, Response, RestartPolicy, SubscriptionId, Supervisor, SupervisorConfig, System,
-        TimerId, ViolationAction, Vote,
+        Actor, ActorState, Address, CancelRequest, Context, DeadLetter, EntitySet, Error,
+        ErrorCode, InitFailurePolicy, Io, IoGuard, Keyed, Locality, LocalityHandle, Plugin, Pool,
+        PoolStrategy, Request, RequestId, RequestMsg, Response, RestartPolicy, SubscriptionId,
+        Supervisor, SupervisorConfig, System, TimerId, ViolationAction, Vote,
     };
 }

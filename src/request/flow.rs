@@ -91,7 +91,15 @@ pub(crate) fn send<R: Request>(
         locality: core.id(),
         key,
     };
-    core.send(to, me, RequestMsg { id, payload });
+    core.send(
+        to,
+        me,
+        RequestMsg {
+            id,
+            payload,
+            watcher: None,
+        },
+    );
     id
 }
 
@@ -102,6 +110,9 @@ pub(crate) fn reply<R: Request>(
     request: &RequestMsg<R>,
     result: Result<R::Response, Error>,
 ) {
+    if let Some(watcher) = &request.watcher {
+        core.send(watcher, me, super::Answered(request.id));
+    }
     let response = Response {
         id: request.id,
         request: request.payload.clone(),

@@ -156,6 +156,9 @@ impl<R> Payload<R> {
 pub struct RequestMsg<R: Request> {
     pub(crate) id: RequestId,
     pub(crate) payload: Arc<Payload<R>>,
+    /// Who forwarded the request and wants to hear when it is answered (a
+    /// pool): told with an `Answered` by each reply.
+    pub(crate) watcher: Option<Address>,
 }
 
 impl<R: Request> Clone for RequestMsg<R> {
@@ -163,9 +166,14 @@ impl<R: Request> Clone for RequestMsg<R> {
         RequestMsg {
             id: self.id,
             payload: self.payload.clone(),
+            watcher: self.watcher.clone(),
         }
     }
 }
+
+/// Sent to a forwarded request's watcher when a server replies to it.
+#[derive(Debug)]
+pub(crate) struct Answered(pub(crate) RequestId);
 
 impl<R: Request> fmt::Debug for RequestMsg<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -233,6 +233,7 @@ pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child:
             record.state = ChildState::Started;
             if let Some(address) = record.address.clone() {
                 core.send_system(&address, SystemMsg::Start);
+                crate::entity::watch::started(core, me, slot, &address);
             }
         }
         _ => {
@@ -261,11 +262,12 @@ pub(crate) fn start_children(core: &mut Core, me: Key) {
             && let Some(address) = &record.address
         {
             record.state = ChildState::Started;
-            to_start.push(address.clone());
+            to_start.push((slot, address.clone()));
         }
     }
-    for address in to_start {
+    for (slot, address) in to_start {
         core.send_system(&address, SystemMsg::Start);
+        crate::entity::watch::started(core, me, slot, &address);
     }
 }
 

@@ -229,6 +229,7 @@ pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, a
             {
                 supervision.timer = Some(timer);
             }
+            crate::entity::watch::down(core, me, slot, child.0, &reason, true);
         }
         Decision::GiveUp(limit) => {
             let record = sup.children.remove(slot);
@@ -246,6 +247,7 @@ pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, a
                 None => reason,
             };
             let failed = !cause.is_normal();
+            crate::entity::watch::down(core, me, slot, child.0.clone(), &cause, false);
             if failed {
                 let then = if escalate {
                     "escalating"
