@@ -228,6 +228,12 @@ impl<'a, A: Actor> Context<'a, A> {
         self.cell().state
     }
 
+    /// Why the actor is shutting down: `Some` from its `shutdown_start`
+    /// on (and in `shutdown_finish`), `None` before.
+    pub fn shutdown_reason(&self) -> Option<&Error> {
+        self.cell().reason.as_ref()
+    }
+
     /// The locality's clock: the latest `now` given to
     /// [`Locality::dispatch`](crate::Locality::dispatch) (it never moves
     /// backwards). Read time here rather than from `Instant::now()`, and

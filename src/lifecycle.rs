@@ -487,6 +487,9 @@ pub(crate) fn try_shutdown(core: &mut Core, me: Key) {
 
 fn finish_shutdown(core: &mut Core, me: Key) {
     disarm_lifecycle_timer(core, me);
+    if let Some(cell) = core.actors.get_mut(me) {
+        set_cell_state(cell, ActorState::ShutDown); // as rotor: the hook sees SHUT_DOWN
+    }
     call_hook(core, me, Hook::ShutdownFinish);
     let Some(cell) = core.actors.get_mut(me) else {
         return;
@@ -512,7 +515,6 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     let Some(mut cell) = core.actors.remove(me) else {
         return;
     };
-    set_cell_state(&mut cell, ActorState::ShutDown);
     if let Some(plugins) = cell.plugins_ref() {
         link::notify_servers(core, &cell.address, plugins);
         core.io.borrow_mut().forget(plugins.io.iter().copied());

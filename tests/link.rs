@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Clock, Log, Scripted, pos, root_on, root_on_l0};
+use common::{Boss, Clock, Log, Scripted, pos, root_on, root_on_l0};
 use commutator::*;
 
 fn linking_to(server: &Address, name: &'static str, log: &Log) -> Scripted {
@@ -188,23 +188,32 @@ fn a_link_to_a_gone_server_fails_the_clients_init() {
         .name("server")
         .finish()
         .unwrap();
+    let boss = l
+        .spawn(&root, Boss::new("boss", &log))
+        .name("boss")
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .unwrap();
     l.run_until_idle(clock.at(0));
     l.shutdown(&server).unwrap();
     l.run_until_idle(clock.at(1));
     assert_eq!(l.state_of(&server), None);
-    l.spawn(&root, linking_to(&server, "client", &log))
+    l.spawn(&boss, linking_to(&server, "client", &log))
         .name("client")
         .finish()
         .unwrap();
     l.run_until_idle(clock.at(2));
-    // The default init-failure policy shuts the supervisor down.
-    assert!(l.is_finished());
-    let reason = format!("{:#}", l.exit_reason().unwrap());
-    assert_eq!(
-        reason,
-        "child init failed (L0/root#1)\n  <- init failed (L0/client#3)\n  <- link failed (L0/server#2)\
-         \n  <- stale address (L0/server#2 is gone)"
+    let trace = log.lines();
+    assert!(
+        trace.contains(
+            &"boss child init client#4: init failed (L0/client#4)\n  <- link failed (L0/server#2)\
+              \n  <- stale address (L0/server#2 is gone)"
+                .to_string()
+        ),
+        "{trace:#?}"
     );
+    // The supervisor was operational: the client went alone (issue 15, item 5).
+    assert_eq!(l.state_of(&boss), Some(ActorState::Operational));
 }
 
 #[test]

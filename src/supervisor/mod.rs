@@ -4,7 +4,7 @@
 pub(crate) mod local;
 pub(crate) mod restart;
 
-use crate::actor::{Actor, ActorCell, ActorState};
+use crate::actor::{Actor, ActorCell, ActorState, Notice, notify};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -209,6 +209,13 @@ pub(crate) fn sup_mut(core: &mut Core, me: Key) -> Option<&mut SupervisorState> 
 }
 
 pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child: ChildId) {
+    let address = sup_mut(core, me)
+        .and_then(|s| s.child_mut(slot, child))
+        .filter(|r| r.state == ChildState::Initializing)
+        .and_then(|r| r.address.clone());
+    if let Some(address) = address {
+        notify(core, me, Notice::ChildInit(&address, Ok(())));
+    }
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };

@@ -2,8 +2,7 @@
 //! from its factory, after a delay, within a limit), give up, escalate the
 //! failure, or shut itself down with it.
 
-use crate::actor::ActorState;
-use crate::actor::ParentLink;
+use crate::actor::{ActorState, Notice, ParentLink, notify};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
@@ -167,12 +166,32 @@ pub(crate) fn on_child_down(
     }
 }
 
-/// A child could not be spawned on its locality: as if it went down.
+/// A child could not be spawned (on its locality, or by its factory): as
+/// if it went down, but no instance of it ever was, so no hook hears of it.
 pub(crate) fn on_child_lost(core: &mut Core, me: Key, slot: usize, reason: Error) {
-    child_gone(core, me, slot, reason, false);
+    decide(core, me, slot, reason, false);
 }
 
+/// The child in `slot` has shut down: the supervisor's hooks hear of it
+/// (`on_child_init` if it had not initialized, `on_child_shutdown`), then
+/// it decides.
 pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool) {
+    let child = sup_mut(core, me)
+        .and_then(|s| s.children.get(slot))
+        .and_then(|r| Some((r.address.clone()?, r.initializing)));
+    if let Some((child, initializing)) = child {
+        if initializing {
+            notify(core, me, Notice::ChildInit(&child, Err(&reason)));
+        }
+        notify(core, me, Notice::ChildShutdown(&child, &reason));
+    }
+    decide(core, me, slot, reason, actor_says);
+}
+
+/// What follows a child's end: its init-failure policy while the
+/// supervisor initializes, then its restart policy, escalation or
+/// autoshutdown.
+fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool) {
     let now = core.now;
     let Some(cell) = core.actors.get_mut(me) else {
         return;
@@ -200,7 +219,13 @@ pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, a
         return lifecycle::try_shutdown(core, me);
     }
     let (my_address, child) = (my_address.clone(), ChildLabel(record.address.clone()));
-    if failed_init && !reason.is_normal() && init_policy == InitFailurePolicy::ShutdownSupervisor {
+    // The init-failure policy holds while the supervisor initializes (as
+    // rotor's): later, a child that fails its init goes alone.
+    if failed_init
+        && !reason.is_normal()
+        && my_state == ActorState::Initializing
+        && init_policy == InitFailurePolicy::ShutdownSupervisor
+    {
         sup.children.remove(slot);
         // Still counted as initializing: the shutdown asked for below comes
         // back as a message, and meanwhile this supervisor must not finish
