@@ -110,6 +110,10 @@ pub enum ErrorCode {
     /// I/O go next); the context names the call.
     #[error("actor finished")]
     ActorFinished,
+    /// Misuse: the actor is linked to that server already, or has asked to
+    /// be ([`Context::link`](crate::Context::link)).
+    #[error("already linked")]
+    AlreadyLinked,
 }
 
 impl ErrorCode {

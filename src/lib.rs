@@ -324,7 +324,7 @@ mod supervisor;
 mod system;
 mod timer;
 
-pub use actor::{Actor, ActorState};
+pub use actor::{Actor, ActorState, UnlinkAction};
 pub use address::Address;
 pub use builder::{Builder, Elsewhere, Here};
 pub use context::{Context, Discovery, SubscriptionId};
@@ -356,6 +356,6 @@ pub mod prelude {
         Actor, ActorState, Address, CancelRequest, Context, DeadLetter, Error, ErrorCode,
         InitFailurePolicy, Io, IoGuard, Locality, LocalityHandle, Plugin, Request, RequestId,
         RequestMsg, Response, RestartPolicy, SubscriptionId, Supervisor, SupervisorConfig, System,
-        TimerId, ViolationAction, Vote,
+        TimerId, UnlinkAction, ViolationAction, Vote,
     };
 }

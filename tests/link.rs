@@ -8,7 +8,7 @@ use commutator::*;
 
 fn linking_to(server: &Address, name: &'static str, log: &Log) -> Scripted {
     let server = server.clone();
-    Scripted::new(name, log).on_init(move |_, ctx| ctx.link(&server))
+    Scripted::new(name, log).on_init(move |_, ctx| ctx.link(&server).unwrap())
 }
 
 #[test]
@@ -261,7 +261,7 @@ fn a_link_made_after_init_also_makes_the_server_outlive_the_client() {
         .finish()
         .unwrap();
     let s = server.clone();
-    let client = Scripted::new("client", &log).on_start(move |_, ctx| ctx.link(&s));
+    let client = Scripted::new("client", &log).on_start(move |_, ctx| ctx.link(&s).unwrap());
     let client = l.spawn(&root, client).name("client").finish().unwrap();
     l.run_until_idle(clock.at(0));
     l.shutdown(&server).unwrap();
@@ -282,7 +282,7 @@ fn an_actor_cannot_link_to_itself() {
     let (mut l, root) = root_on_l0();
     let narcissus = Scripted::new("narcissus", &log).on_init(|_, ctx| {
         let me = ctx.address().clone();
-        ctx.link(&me);
+        ctx.link(&me).unwrap(); // refused later, as a link the server refuses
     });
     l.spawn(&root, narcissus)
         .name("narcissus")

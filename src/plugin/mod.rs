@@ -122,7 +122,7 @@ pub(crate) struct PluginState {
     /// Registry client: names this actor registered.
     pub(crate) names: SmallVec<[String; 1]>,
     /// Link client: links requested and not yet answered.
-    pub(crate) links_pending: u32,
+    pub(crate) links_pending: SmallVec<[link::Pending; 1]>,
     /// Link client: servers that confirmed a link.
     pub(crate) servers: SmallVec<[Address; 1]>,
     /// Link server: clients linked to this actor.

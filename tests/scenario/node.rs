@@ -636,7 +636,7 @@ impl Actor for Node {
                     .link()
                     .then(|me: &mut Self, server, ctx| me.linking(ctx, server));
             } else if let Some(server) = env.current(link.server) {
-                ctx.link(&server);
+                ctx.link(&server).expect("linked once");
                 self.linking(ctx, &server);
             }
         }
