@@ -334,6 +334,7 @@ pub use io::{Io, IoGuard, IoId};
 pub use locality::{
     DEFAULT_BUDGET, Locality, LocalityHandle, RESERVED_TOKENS, Stats, ViolationAction,
 };
+pub use plugin::watch::{LifecycleEvent, WatchId, Watched};
 pub use plugin::{Plugin, Vote};
 pub use registry::{Deregister, Discover, Register, Registry};
 pub use request::{CancelRequest, Request, RequestId, RequestMsg, Response};
@@ -354,8 +355,8 @@ pub use mio;
 pub mod prelude {
     pub use crate::{
         Actor, ActorState, Address, CancelRequest, Context, DeadLetter, Error, ErrorCode,
-        InitFailurePolicy, Io, IoGuard, Locality, LocalityHandle, Plugin, Request, RequestId,
-        RequestMsg, Response, RestartPolicy, SubscriptionId, Supervisor, SupervisorConfig, System,
-        TimerId, UnlinkAction, ViolationAction, Vote,
+        InitFailurePolicy, Io, IoGuard, LifecycleEvent, Locality, LocalityHandle, Plugin, Request,
+        RequestId, RequestMsg, Response, RestartPolicy, SubscriptionId, Supervisor,
+        SupervisorConfig, System, TimerId, UnlinkAction, ViolationAction, Vote, WatchId, Watched,
     };
 }

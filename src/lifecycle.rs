@@ -16,6 +16,7 @@ use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
 use crate::locality::fire::TimerAction;
 use crate::locality::shared::Remote;
+use crate::plugin::watch::{self, LifecycleEvent};
 use crate::plugin::{self, Vote, external, link};
 use crate::queue::Envelope;
 use crate::supervisor::{self, ChildId};
@@ -76,8 +77,10 @@ pub(crate) enum SystemMsg {
     },
     /// Server → client: I am shutting down, unlink.
     UnlinkRequest { server: Address, client: Address },
-    /// Client → server: I have unlinked (shut down).
+    /// Client → server: I have unlinked (shut down, or let go).
     UnlinkNotify { client: Address },
+    /// Watches: asked for, removed, and their events.
+    Watch(watch::WatchMsg),
 }
 
 impl SystemMsg {
@@ -98,6 +101,7 @@ impl SystemMsg {
             SystemMsg::LinkResponse { .. } => "LinkResponse",
             SystemMsg::UnlinkRequest { .. } => "UnlinkRequest",
             SystemMsg::UnlinkNotify { .. } => "UnlinkNotify",
+            SystemMsg::Watch(msg) => msg.name(),
         }
     }
 }
@@ -122,6 +126,7 @@ impl Envelope<Core> for SysEnvelope {
             SystemMsg::ExternalUnsubscribe { remote, subscriber } => {
                 return external::on_unsubscribe(core, remote, subscriber);
             }
+            SystemMsg::Watch(msg) => return watch::deliver(core, self.dest, msg),
             other => other,
         };
         let Some(me) = core.routes.address(self.dest).map(|slot| slot.owner) else {
@@ -157,7 +162,9 @@ impl Envelope<Core> for SysEnvelope {
             SystemMsg::ExternalUnsubscribed { subscriber } => {
                 external::on_unsubscribed(core, me, &subscriber)
             }
-            SystemMsg::ExternalSubscribe { .. } | SystemMsg::ExternalUnsubscribe { .. } => {}
+            SystemMsg::ExternalSubscribe { .. }
+            | SystemMsg::ExternalUnsubscribe { .. }
+            | SystemMsg::Watch(_) => {}
             SystemMsg::LinkRequest { client, server } => link::on_request(core, me, client, server),
             SystemMsg::LinkResponse { server, result, .. } => {
                 link::on_response(core, me, server, result)
@@ -209,6 +216,11 @@ impl Remote for SysEnvelope {
                 let reason =
                     Error::new(ErrorCode::SupervisorShutdown).with_context("supervisor is gone");
                 post(&child, SystemMsg::ShutdownRequest { reason });
+            }
+            SystemMsg::Watch(msg) => {
+                if let Some((watcher, answer)) = watch::refuse(msg) {
+                    post(&watcher, answer);
+                }
             }
             _ => {}
         }
@@ -309,6 +321,7 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
         Vote::Failed(error) => return init_failed(core, me, error),
     }
     enter(core, me, ActorState::Initialized, None);
+    watch::notify(core, me, || LifecycleEvent::Initialized);
     call_hook(core, me, Hook::InitFinish);
     let Some(cell) = core.actors.get(me) else {
         return;
@@ -383,6 +396,7 @@ pub(crate) fn on_start(core: &mut Core, me: Key) {
     }
     set_cell_state(cell, ActorState::Operational);
     let supervisor = cell.supervisor.is_some();
+    watch::notify(core, me, || LifecycleEvent::Started);
     call_hook(core, me, Hook::OnStart);
     if supervisor {
         supervisor::start_children(core, me);
@@ -449,6 +463,11 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
     if before >= ActorState::ShuttingDown {
         return;
     }
+    let event = || LifecycleEvent::ShuttingDown(reason.clone());
+    watch::notify(core, me, event);
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
     cell.reason = Some(reason);
     let timer = cell.rare.as_deref().and_then(|r| {
         let after = r.config.shutdown_timeout?;
@@ -520,6 +539,9 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         core.io.borrow_mut().forget(plugins.io.iter().copied());
     }
     let reason = cell.reason.take().unwrap_or_else(Error::normal);
+    if cell.rare.is_some() {
+        watch::finished(core, &mut cell, &reason);
+    }
     let actor = &cell.actor;
     let restart =
         crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false);

@@ -60,6 +60,37 @@ impl<'a, A: Actor> Context<'a, A> {
         crate::plugin::link::unlink(self.core, self.me, server)
     }
 
+    /// Watches the actor at `address` (on this locality or any other):
+    /// each step of its lifecycle from now on comes to this actor's main
+    /// address as a [`Watched`](crate::Watched) message (subscribe to it):
+    /// [`Initialized`](crate::LifecycleEvent::Initialized),
+    /// [`Started`](crate::LifecycleEvent::Started),
+    /// [`ShuttingDown`](crate::LifecycleEvent::ShuttingDown) and
+    /// [`ShutDown`](crate::LifecycleEvent::ShutDown) with its reason, the
+    /// last. An address that is gone already (or that no actor owns)
+    /// answers at once with [`Gone`](crate::LifecycleEvent::Gone). Events
+    /// keep their order with the messages the actor sends this one. The
+    /// watch ends with its last event, [`unwatch`](Context::unwatch), or
+    /// this actor's end.
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`](crate::ErrorCode::InvalidArgument)
+    /// for an address of this actor;
+    /// [`ErrorCode::ActorFinished`](crate::ErrorCode::ActorFinished) in
+    /// `shutdown_finish`.
+    pub fn watch(&mut self, address: &Address) -> Result<crate::WatchId> {
+        if let Some(error) = self.finished("watch") {
+            return Err(error);
+        }
+        crate::plugin::watch::watch(self.core, self.me, address)
+    }
+
+    /// Ends a watch: no event of it is delivered from now on, not even one
+    /// already on its way. `false` if this actor has no such watch (never
+    /// had, or it ended with its last event).
+    pub fn unwatch(&mut self, id: crate::WatchId) -> bool {
+        crate::plugin::watch::unwatch(self.core, self.me, id)
+    }
+
     /// Registers this actor's main address under `name` in its registry (see
     /// [`SupervisorConfig::with_registry`](crate::SupervisorConfig::with_registry)).
     /// Init waits for the answer and fails with `AlreadyRegistered` if the

@@ -343,6 +343,7 @@ impl Core {
                     ));
                 }
             }
+            crate::plugin::watch::abandon(self.id(), cell, error, &mut notes);
             for server in cell.plugins_ref().into_iter().flat_map(|p| &p.servers) {
                 if server.locality_id() != self.id() {
                     notes.push((
