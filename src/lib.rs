@@ -338,6 +338,7 @@ pub use plugin::watch::{LifecycleEvent, WatchId, Watched};
 pub use plugin::{Plugin, Vote};
 pub use registry::{Deregister, Discover, Register, Registry};
 pub use request::{CancelRequest, Request, RequestId, RequestMsg, Response};
+pub use spawn::PendingChild;
 pub use supervisor::restart::RestartPolicy;
 pub use supervisor::{InitFailurePolicy, Supervisor, SupervisorConfig};
 pub use system::{DEFAULT_SPIN, SYSTEM_WAKER, System};

@@ -339,7 +339,9 @@ impl Node {
             let Some(handle) = env.handle(spec.locality) else {
                 return;
             };
-            configure(ctx.spawn_on(&handle, factory), spec, &env).finish()
+            configure(ctx.spawn_on(&handle, factory), spec, &env)
+                .finish()
+                .map(drop)
         };
         if let Err(e) = result {
             self.broken(ctx, format!("spawning n{child} failed: {e:#}"));
