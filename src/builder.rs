@@ -329,6 +329,14 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
             let why = "a root has no supervisor to restart it or escalate to";
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         }
+        if supervisor
+            .as_ref()
+            .and_then(|c| c.shutdown_flag.as_ref())
+            .is_some_and(|f| f.every.is_zero())
+        {
+            let why = "a shutdown flag needs an interval longer than zero";
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+        }
         if supervision.policy != RestartPolicy::Never && supervision.period.is_zero() {
             let why = "a restart limit needs a period longer than zero";
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));

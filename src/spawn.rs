@@ -99,6 +99,7 @@ fn spawn_from<A: Actor>(
         })
     });
     let with_registry = supervisor.as_ref().is_some_and(|c| c.registry);
+    let flag = supervisor.as_ref().and_then(|c| c.shutdown_flag.clone());
     let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(c)));
     // The actor's key first, so that its address is made with its owner.
     let Core {
@@ -128,6 +129,9 @@ fn spawn_from<A: Actor>(
     let address = made.expect("made by add_address");
     tracing::debug!(actor = %address, "spawned");
     start_lifecycle(core, me, &address);
+    if let Some(flag) = flag {
+        crate::supervisor::flag::arm(core, me, flag);
+    }
     if with_registry {
         let registry = Builder::new(core, Some(me), Registry::default())
             .name("registry")

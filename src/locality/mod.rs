@@ -423,6 +423,22 @@ impl Locality {
         Ok(())
     }
 
+    /// Asks every root to shut down, with `reason` (`System`'s shutdown flag).
+    pub(crate) fn shutdown_roots(&mut self, reason: &Error) {
+        let roots: Vec<Address> = self
+            .core
+            .actors
+            .values()
+            .filter(|c| c.parent.is_none())
+            .map(|c| c.address.clone())
+            .collect();
+        for root in roots {
+            if let Ok(actor) = self.local_actor(&root) {
+                lifecycle::request_own_shutdown(&mut self.core, actor, reason.clone());
+            }
+        }
+    }
+
     /// The locality's dead-letter address (made on first call): subscribe
     /// to [`DeadLetter`](crate::DeadLetter) there to receive the user
     /// messages that could not be delivered (see the example there).

@@ -1,6 +1,7 @@
 //! Supervisors: actors that own children, compose their lifecycles, and decide
 //! what happens when a child goes down (`restart.rs`).
 
+pub(crate) mod flag;
 pub(crate) mod local;
 pub(crate) mod restart;
 
@@ -52,6 +53,8 @@ pub struct SupervisorConfig {
     pub synchronize_start: bool,
     /// Shut down once the last child is let go for good.
     pub shutdown_when_childless: bool,
+    /// Shut down when this flag is set (read at an interval).
+    pub(crate) shutdown_flag: Option<flag::ShutdownFlag>,
 }
 
 impl SupervisorConfig {
@@ -73,6 +76,40 @@ impl SupervisorConfig {
     /// Sets the policy for a child that fails to initialize.
     pub fn init_failure(mut self, policy: InitFailurePolicy) -> Self {
         self.init_failure = policy;
+        self
+    }
+
+    /// Shuts the supervisor down (normally, with the context `shutdown flag
+    /// set`) once `flag` is set, reading it every `every` from its spawn on
+    /// (rotor's `shutdown_flag`). The flag may be set from any thread, or
+    /// from a signal handler (see `examples/ctrl_c.rs`); on a root, the
+    /// program then ends cleanly. The locality's loop wakes at least that
+    /// often while the supervisor lives. A zero interval is refused by
+    /// [`Builder::finish`](crate::Builder::finish) (`InvalidArgument`).
+    ///
+    /// ```
+    /// use commutator::*;
+    /// use std::sync::{Arc, atomic::{AtomicBool, Ordering}};
+    /// use std::time::Duration;
+    ///
+    /// let stop = Arc::new(AtomicBool::new(false));
+    /// let mut locality = Locality::new();
+    /// let t0 = locality.now();
+    /// let config = SupervisorConfig::default().shutdown_flag(stop.clone(), Duration::from_millis(100));
+    /// locality.spawn_root(Supervisor).supervisor(config).finish()?;
+    /// locality.run_until_idle(t0);
+    /// stop.store(true, Ordering::Release); // a signal handler, another thread...
+    /// locality.run_until_idle(t0 + Duration::from_millis(100));
+    /// assert!(locality.is_finished());
+    /// assert!(locality.exit_reason().unwrap().is_normal());
+    /// # Ok::<(), commutator::Error>(())
+    /// ```
+    pub fn shutdown_flag(
+        mut self,
+        flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        every: std::time::Duration,
+    ) -> Self {
+        self.shutdown_flag = Some(flag::ShutdownFlag { flag, every });
         self
     }
 
