@@ -456,3 +456,20 @@ fn a_watch_works_across_threads() {
         "{lines:#?}"
     );
 }
+
+#[test]
+fn lifecycle_events_print_what_happened() {
+    let reason = Error::new(ErrorCode::ChildDown)
+        .with_context("sup")
+        .caused_by(Error::failure("disk full"));
+    let down = LifecycleEvent::ShutDown(reason);
+    assert_eq!(down.to_string(), "shut down: child down (sup)");
+    assert_eq!(
+        format!("{down:#}"),
+        "shut down: child down (sup)\n  <- actor failure (disk full)"
+    );
+    assert_eq!(LifecycleEvent::Started.to_string(), "started");
+    assert_eq!(LifecycleEvent::Gone.to_string(), "gone");
+    assert!(down.is_last() && LifecycleEvent::Gone.is_last());
+    assert!(!LifecycleEvent::Initialized.is_last());
+}

@@ -20,6 +20,7 @@ use crate::lifecycle::SystemMsg;
 use crate::locality::Core;
 use crate::message::UserEnvelope;
 use crate::queue::Envelope;
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Names a watch, for [`Context::unwatch`](crate::Context::unwatch);
@@ -44,6 +45,27 @@ pub enum LifecycleEvent {
     /// It was gone already when the watch was asked for (or its locality
     /// had finished): its reason is not known. The last event of a watch.
     Gone,
+}
+
+/// `initialized`, `started`, `shutting down: <reason>`, `shut down:
+/// <reason>`, `gone` (the reason printed as the error prints: `{:#}` for its
+/// whole chain).
+impl fmt::Display for LifecycleEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (what, reason) = match self {
+            LifecycleEvent::Initialized => ("initialized", None),
+            LifecycleEvent::Started => ("started", None),
+            LifecycleEvent::ShuttingDown(r) => ("shutting down: ", Some(r)),
+            LifecycleEvent::ShutDown(r) => ("shut down: ", Some(r)),
+            LifecycleEvent::Gone => ("gone", None),
+        };
+        f.write_str(what)?;
+        match reason {
+            Some(r) if f.alternate() => write!(f, "{r:#}"),
+            Some(r) => write!(f, "{r}"),
+            None => Ok(()),
+        }
+    }
 }
 
 impl LifecycleEvent {
