@@ -83,13 +83,15 @@ pub trait Actor: Sized + 'static {
         result: Result<(), &Error>,
         ctx: &mut Context<'_, Self>,
     ) {
-        let _ = (child, result, ctx);
+        let _ = (child, result);
+        ctx.core.default_hook = true; // not overridden: no need to call it again
     }
 
     /// A supervisor hears that a child has shut down, with its reason,
     /// before it decides what follows (restart, escalation, ...).
     fn on_child_shutdown(&mut self, child: &Address, reason: &Error, ctx: &mut Context<'_, Self>) {
-        let _ = (child, reason, ctx);
+        let _ = (child, reason);
+        ctx.core.default_hook = true; // not overridden: no need to call it again
     }
 
     /// A linked server (see [`Context::link`]) asks this client to unlink,
@@ -546,6 +548,15 @@ pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
 /// the answer to an unlink, if it gave one.
 pub(crate) fn notify(core: &mut Core, me: Key, notice: Notice<'_>) -> Option<UnlinkAction> {
     with_object(core, me, |object, core| object.notice(core, me, notice))?.ok()?
+}
+
+/// Calls a supervisor hook (a child's init or shutdown) of the actor at
+/// `me`; `false` if it is the trait's default, which says so: the
+/// supervisor need not call it again.
+pub(crate) fn notify_overridden(core: &mut Core, me: Key, notice: Notice<'_>) -> bool {
+    core.default_hook = false;
+    notify(core, me, notice);
+    !std::mem::take(&mut core.default_hook)
 }
 
 /// The default name of an actor type: its type name without the module path.

@@ -125,7 +125,8 @@ pub struct Builder<'a, A: Actor, T = Here<A>> {
     target: T,
     name: Option<Cow<'static, str>>,
     config: ActorConfig,
-    supervisor: Option<SupervisorConfig>,
+    /// Boxed: most actors are no supervisors, and a builder is moved about.
+    supervisor: Option<Box<SupervisorConfig>>,
     registry: Option<Address>,
     register_as: Vec<Cow<'static, str>>,
     supervision: SupervisionConfig,
@@ -232,7 +233,7 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
     /// Makes the actor a supervisor: it can spawn children, and its lifecycle
     /// waits for theirs.
     pub fn supervisor(mut self, config: SupervisorConfig) -> Self {
-        self.supervisor = Some(config);
+        self.supervisor = Some(Box::new(config));
         self
     }
 

@@ -252,17 +252,18 @@ pub(crate) fn to_self(core: &mut Core, me: Key, msg: SystemMsg) {
 }
 
 /// Moves actor `me` (its `cell`) to state `to`, cancels its pending
-/// lifecycle timer and arms `timer` if given.
+/// lifecycle timer and arms `timer` if given; `true` if anyone watches it.
 fn enter(
     core: &mut Core,
     me: Key,
     to: ActorState,
     timer: Option<(std::time::Duration, TimerAction)>,
-) {
+) -> bool {
     let Some(cell) = core.actors.get_mut(me) else {
-        return;
+        return false;
     };
     set_cell_state(cell, to);
+    let watched = watch::watched(cell);
     if let Some(key) = cell
         .rare
         .as_deref_mut()
@@ -276,16 +277,7 @@ fn enter(
             cell.rare().lifecycle_timer = Some(key);
         }
     }
-}
-
-fn disarm_lifecycle_timer(core: &mut Core, me: Key) {
-    if let Some(key) = core
-        .actors
-        .get_mut(me)
-        .and_then(|c| c.rare.as_deref_mut()?.lifecycle_timer.take())
-    {
-        core.cancel_timer(key);
-    }
+    watched
 }
 
 pub(crate) fn on_init(core: &mut Core, me: Key) {
@@ -320,8 +312,9 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
         Vote::Pending => return,
         Vote::Failed(error) => return init_failed(core, me, error),
     }
-    enter(core, me, ActorState::Initialized, None);
-    watch::notify(core, me, || LifecycleEvent::Initialized);
+    if enter(core, me, ActorState::Initialized, None) {
+        watch::notify(core, me, LifecycleEvent::Initialized);
+    }
     call_hook(core, me, Hook::InitFinish);
     let Some(cell) = core.actors.get(me) else {
         return;
@@ -396,7 +389,9 @@ pub(crate) fn on_start(core: &mut Core, me: Key) {
     }
     set_cell_state(cell, ActorState::Operational);
     let supervisor = cell.supervisor.is_some();
-    watch::notify(core, me, || LifecycleEvent::Started);
+    if watch::watched(cell) {
+        watch::notify(core, me, LifecycleEvent::Started);
+    }
     call_hook(core, me, Hook::OnStart);
     if supervisor {
         supervisor::start_children(core, me);
@@ -463,17 +458,16 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
     if before >= ActorState::ShuttingDown {
         return;
     }
-    let event = || LifecycleEvent::ShuttingDown(reason.clone());
-    watch::notify(core, me, event);
-    let Some(cell) = core.actors.get_mut(me) else {
-        return;
-    };
     cell.reason = Some(reason);
     let timer = cell.rare.as_deref().and_then(|r| {
         let after = r.config.shutdown_timeout?;
         Some((after, TimerAction::ShutdownTimeout))
     });
-    enter(core, me, ActorState::ShuttingDown, timer);
+    if enter(core, me, ActorState::ShuttingDown, timer) {
+        let reason = core.actors.get(me).and_then(|c| c.reason.clone());
+        let event = LifecycleEvent::ShuttingDown(reason.unwrap_or_else(Error::normal));
+        watch::notify(core, me, event);
+    }
     if before >= ActorState::Initializing {
         call_hook(core, me, Hook::ShutdownStart);
     }
@@ -505,9 +499,16 @@ pub(crate) fn try_shutdown(core: &mut Core, me: Key) {
 }
 
 fn finish_shutdown(core: &mut Core, me: Key) {
-    disarm_lifecycle_timer(core, me);
+    // As in rotor, `shutdown_finish` sees SHUT_DOWN.
     if let Some(cell) = core.actors.get_mut(me) {
-        set_cell_state(cell, ActorState::ShutDown); // as rotor: the hook sees SHUT_DOWN
+        set_cell_state(cell, ActorState::ShutDown);
+        if let Some(key) = cell
+            .rare
+            .as_deref_mut()
+            .and_then(|r| r.lifecycle_timer.take())
+        {
+            core.cancel_timer(key);
+        }
     }
     call_hook(core, me, Hook::ShutdownFinish);
     let Some(cell) = core.actors.get_mut(me) else {

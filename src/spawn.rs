@@ -29,7 +29,7 @@ pub(crate) type PluginFactory<A> = Rc<dyn Fn() -> Box<dyn Plugin<A>>>;
 pub(crate) struct Settings {
     pub(crate) name: Cow<'static, str>,
     pub(crate) config: ActorConfig,
-    pub(crate) supervisor: Option<SupervisorConfig>,
+    pub(crate) supervisor: Option<Box<SupervisorConfig>>,
     pub(crate) registry: Option<Address>,
     /// The registry was given on the builder (not inherited).
     pub(crate) explicit_registry: bool,
@@ -100,7 +100,7 @@ fn spawn_from<A: Actor>(
     });
     let with_registry = supervisor.as_ref().is_some_and(|c| c.registry);
     let flag = supervisor.as_ref().and_then(|c| c.shutdown_flag.clone());
-    let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(c)));
+    let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(*c)));
     // The actor's key first, so that its address is made with its owner.
     let Core {
         actors,

@@ -304,3 +304,40 @@ fn a_supervisor_hears_of_a_child_on_another_locality() {
         ]
     );
 }
+
+#[test]
+fn a_supervisor_that_overrides_one_hook_hears_it_for_every_child() {
+    // Its `on_child_init` is the default (found on the first call and not
+    // called again); `on_child_shutdown` is heard for each child.
+    struct Counter(Log);
+    impl Actor for Counter {
+        fn on_child_shutdown(&mut self, child: &Address, _: &Error, _: &mut Context<'_, Self>) {
+            self.0.push(format!("down {}", child.actor_name()));
+        }
+    }
+    let clock = Clock::new();
+    let log = Log::new();
+    let (mut l, root) = root_on_l0();
+    let sup = l
+        .spawn(&root, Counter(log.clone()))
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .unwrap();
+    for name in ["a", "b"] {
+        l.spawn(&sup, Scripted::new(name, &Log::new()))
+            .name(name)
+            .finish()
+            .unwrap();
+    }
+    l.run_until_idle(clock.at(0));
+    for name in ["c", "d"] {
+        l.spawn(&sup, Scripted::new(name, &Log::new()))
+            .name(name)
+            .finish()
+            .unwrap();
+    }
+    l.run_until_idle(clock.at(1));
+    l.shutdown(&sup).unwrap();
+    l.run_until_idle(clock.at(2));
+    assert_eq!(log.lines(), ["down a", "down b", "down c", "down d"]);
+}

@@ -42,6 +42,9 @@ pub(crate) struct Core {
     pub(crate) next: crate::subscription::Next,
     /// The dead-letter address, once asked for.
     pub(crate) dead_letters: Option<Key>,
+    /// Set by a default supervisor hook (`Actor::on_child_init`, ...): it
+    /// need not be called again.
+    pub(crate) default_hook: bool,
     /// The locality's id (as in `shared`), kept here: one load less per send.
     id: u32,
     pub(crate) io: SharedIo,
@@ -90,6 +93,7 @@ impl Core {
             running: Key::NONE,
             next: crate::subscription::Next::Done,
             dead_letters: None,
+            default_hook: false,
             timers: Timers::default(),
             timer_seq: 0,
             stats: Stats::default(),

@@ -294,18 +294,11 @@ pub(crate) fn watched(cell: &ActorCell) -> bool {
         .is_some_and(|r| !r.plugins.watchers.is_empty())
 }
 
-/// Actor `me` enters a new state: tell its watchers, if it has any (the
-/// event is made only then).
-#[inline]
-pub(crate) fn notify(core: &mut Core, me: Key, event: impl FnOnce() -> LifecycleEvent) {
-    if core.actors.get(me).is_some_and(watched) {
-        notify_watchers(core, me, event());
-    }
-}
-
+/// Actor `me` enters a new state: tell its watchers (the caller checked
+/// that it has some, with [`watched`]).
 #[cold]
 #[inline(never)]
-fn notify_watchers(core: &mut Core, me: Key, event: LifecycleEvent) {
+pub(crate) fn notify(core: &mut Core, me: Key, event: LifecycleEvent) {
     let Some(plugins) = core.actors.get(me).and_then(|c| c.plugins_ref()) else {
         return;
     };

@@ -37,14 +37,14 @@ impl fmt::Debug for ShutdownFlag {
 }
 
 /// Reads `flag` for supervisor `me` once `flag.every` from now.
-pub(crate) fn arm(core: &mut Core, me: Key, flag: ShutdownFlag) {
+pub(crate) fn arm(core: &mut Core, me: Key, flag: Arc<ShutdownFlag>) {
     let every = flag.every;
     let read = move |core: &mut Core, me: Key, _: TimerId| read(core, me, flag);
     core.start_timer(every, me, TimerAction::User(Box::new(read)));
 }
 
 /// The supervisor shuts down if the flag is set; else it reads it again later.
-fn read(core: &mut Core, me: Key, flag: ShutdownFlag) {
+fn read(core: &mut Core, me: Key, flag: Arc<ShutdownFlag>) {
     let Some(cell) = core.actors.get(me) else {
         return;
     };

@@ -5,7 +5,7 @@ pub(crate) mod flag;
 pub(crate) mod local;
 pub(crate) mod restart;
 
-use crate::actor::{Actor, ActorCell, ActorState, Notice, notify};
+use crate::actor::{Actor, ActorCell, ActorState, Notice, notify_overridden};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -53,8 +53,9 @@ pub struct SupervisorConfig {
     pub synchronize_start: bool,
     /// Shut down once the last child is let go for good.
     pub shutdown_when_childless: bool,
-    /// Shut down when this flag is set (read at an interval).
-    pub(crate) shutdown_flag: Option<flag::ShutdownFlag>,
+    /// Shut down when this flag is set (read at an interval); behind an
+    /// `Arc`, so that the config stays small for every spawn.
+    pub(crate) shutdown_flag: Option<std::sync::Arc<flag::ShutdownFlag>>,
 }
 
 impl SupervisorConfig {
@@ -109,7 +110,7 @@ impl SupervisorConfig {
         flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
         every: std::time::Duration,
     ) -> Self {
-        self.shutdown_flag = Some(flag::ShutdownFlag { flag, every });
+        self.shutdown_flag = Some(std::sync::Arc::new(flag::ShutdownFlag { flag, every }));
         self
     }
 
@@ -194,7 +195,15 @@ pub(crate) struct SupervisorState {
     pub(crate) held: BTreeSet<usize>,
     /// The registry this supervisor made for its descendants (`with_registry`).
     pub(crate) registry: Option<Address>,
+    /// Its hooks that are the trait's defaults, found on their first call
+    /// (`HOOK_INIT`, `HOOK_SHUTDOWN`): not called again.
+    pub(crate) default_hooks: u8,
 }
+
+/// `Actor::on_child_init`, in [`SupervisorState::default_hooks`].
+pub(crate) const HOOK_INIT: u8 = 1;
+/// `Actor::on_child_shutdown`, in [`SupervisorState::default_hooks`].
+pub(crate) const HOOK_SHUTDOWN: u8 = 2;
 
 impl SupervisorState {
     pub(crate) fn new(config: SupervisorConfig) -> Self {
@@ -204,7 +213,14 @@ impl SupervisorState {
             initializing: 0,
             held: BTreeSet::new(),
             registry: None,
+            default_hooks: 0,
         }
+    }
+
+    /// `true` unless the hook (`HOOK_INIT`, `HOOK_SHUTDOWN`) is known to be
+    /// the default one.
+    pub(crate) fn hears(&self, hook: u8) -> bool {
+        self.default_hooks & hook == 0
     }
 
     pub(crate) fn child_mut(&mut self, slot: usize, child: ChildId) -> Option<&mut ChildRecord> {
@@ -228,6 +244,16 @@ impl SupervisorState {
     }
 }
 
+/// Calls supervisor `me`'s `hook` (`HOOK_INIT`, `HOOK_SHUTDOWN`) with
+/// `notice`; a default one is not called again.
+pub(crate) fn hear(core: &mut Core, me: Key, hook: u8, notice: Notice<'_>) {
+    if !notify_overridden(core, me, notice)
+        && let Some(sup) = sup_mut(core, me)
+    {
+        sup.default_hooks |= hook;
+    }
+}
+
 /// The child manager's init vote: every child has confirmed its init.
 pub(crate) fn init_ready(cell: &ActorCell) -> bool {
     cell.supervisor.as_ref().is_none_or(|s| s.initializing == 0)
@@ -247,11 +273,12 @@ pub(crate) fn sup_mut(core: &mut Core, me: Key) -> Option<&mut SupervisorState> 
 
 pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child: ChildId) {
     let address = sup_mut(core, me)
+        .filter(|s| s.hears(HOOK_INIT))
         .and_then(|s| s.child_mut(slot, child))
         .filter(|r| r.state == ChildState::Initializing)
         .and_then(|r| r.address.clone());
     if let Some(address) = address {
-        notify(core, me, Notice::ChildInit(&address, Ok(())));
+        hear(core, me, HOOK_INIT, Notice::ChildInit(&address, Ok(())));
     }
     let Some(cell) = core.actors.get_mut(me) else {
         return;
