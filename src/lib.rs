@@ -66,7 +66,11 @@
 //!   what happens when a child fails its init, whether children start
 //!   together, and whether the supervisor keeps a registry.
 //! - What a supervisor does when a child goes down is set on the child's
-//!   builder: [`RestartPolicy`], delay, back-off, limit, escalation.
+//!   builder: [`RestartPolicy`], delay, back-off, limit, escalation. A
+//!   supervisor hears each child's init and shutdown, with its reason, in
+//!   [`Actor::on_child_init`] and [`Actor::on_child_shutdown`].
+//! - Any actor may watch another ([`Context::watch`]): each step of its
+//!   lifecycle comes as a [`Watched`] message, on any locality or thread.
 //!
 //! **Requests.**
 //! - A [`Request`] type names its response type. [`Context::request`] sends a

@@ -540,9 +540,7 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         core.io.borrow_mut().forget(plugins.io.iter().copied());
     }
     let reason = cell.reason.take().unwrap_or_else(Error::normal);
-    if cell.rare.is_some() {
-        watch::finished(core, &mut cell, &reason);
-    }
+    watch::finished(core, &mut cell, &reason);
     let actor = &cell.actor;
     let restart =
         crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false);

@@ -325,7 +325,15 @@ pub(crate) fn notify(core: &mut Core, me: Key, event: LifecycleEvent) {
 
 /// The actor in `cell` (removed) is gone with `reason`: its watchers hear
 /// it, and the actors it watched forget it.
+#[inline]
 pub(crate) fn finished(core: &mut Core, cell: &mut ActorCell, reason: &Error) {
+    if cell.rare.is_some() {
+        finished_watches(core, cell, reason);
+    }
+}
+
+#[inline(never)]
+fn finished_watches(core: &mut Core, cell: &mut ActorCell, reason: &Error) {
     let Some(plugins) = cell.plugins_mut() else {
         return;
     };

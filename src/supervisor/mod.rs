@@ -24,7 +24,11 @@ pub struct Supervisor;
 
 impl Actor for Supervisor {}
 
-/// What a supervisor does when a child fails to initialize.
+/// What a supervisor does when a child fails to initialize while the
+/// supervisor itself is initializing (rotor's rule). Once the supervisor
+/// has initialized, a child that fails its init (spawned later, or
+/// restarted) goes alone, and its restart policy applies; the supervisor
+/// hears of it in [`Actor::on_child_init`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InitFailurePolicy {
     /// Shut the whole supervisor down (rotor's default): the tree does not
@@ -37,7 +41,8 @@ pub enum InitFailurePolicy {
 
 /// Settings of a supervisor, given to [`Builder::supervisor`](crate::Builder::supervisor).
 ///
-/// The default: a child that fails its init takes the supervisor down, no
+/// The default: a child that fails its init while the supervisor
+/// initializes takes the supervisor down, no
 /// registry, children start as soon as they are initialized, and the
 /// supervisor carries on when it has let its last child go. The struct is
 /// `#[non_exhaustive]`: start from `SupervisorConfig::default()` and use the
@@ -45,7 +50,7 @@ pub enum InitFailurePolicy {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SupervisorConfig {
-    /// What to do when a child fails to initialize.
+    /// What to do when a child fails to initialize (while the supervisor does).
     pub init_failure: InitFailurePolicy,
     /// Spawn a [`Registry`](crate::Registry) as the first child; descendants use it.
     pub registry: bool,
