@@ -93,7 +93,8 @@ impl System {
     /// Ends [`run`](System::run) cleanly once `flag` is set (from another
     /// thread, or a signal handler: see `examples/ctrl_c.rs`): every root
     /// is then asked to shut down, normally (`shutdown flag set`), and
-    /// `run` returns when they are gone. `run` reads the flag at least
+    /// `run` returns when they are gone (and no [`LocalityHandle`](crate::LocalityHandle)
+    /// is left, as always). `run` reads the flag at least
     /// every `every` (at least a millisecond). For one supervisor rather
     /// than the whole system, see
     /// [`SupervisorConfig::shutdown_flag`](crate::SupervisorConfig::shutdown_flag).
