@@ -125,6 +125,10 @@ pub enum ErrorCode {
     /// [`Address::send_blocking`](crate::Address::send_blocking).
     #[error("inbox full")]
     InboxFull,
+    /// Misuse: the actor is linked to that server already, or has asked to
+    /// be ([`Context::link`](crate::Context::link)).
+    #[error("already linked")]
+    AlreadyLinked,
 }
 
 impl ErrorCode {

@@ -66,7 +66,11 @@
 //!   what happens when a child fails its init, whether children start
 //!   together, and whether the supervisor keeps a registry.
 //! - What a supervisor does when a child goes down is set on the child's
-//!   builder: [`RestartPolicy`], delay, back-off, limit, escalation.
+//!   builder: [`RestartPolicy`], delay, back-off, limit, escalation. A
+//!   supervisor hears each child's init and shutdown, with its reason, in
+//!   [`Actor::on_child_init`] and [`Actor::on_child_shutdown`].
+//! - Any actor may watch another ([`Context::watch`]): each step of its
+//!   lifecycle comes as a [`Watched`] message, on any locality or thread.
 //!
 //! **Requests.**
 //! - A [`Request`] type names its response type. [`Context::request`] sends a
@@ -337,7 +341,7 @@ mod supervisor;
 mod system;
 mod timer;
 
-pub use actor::{Actor, ActorState};
+pub use actor::{Actor, ActorState, UnlinkAction};
 pub use address::Address;
 pub use builder::{Builder, Elsewhere, Here};
 pub use context::{Context, Discovery, SubscriptionId};
@@ -349,9 +353,11 @@ pub use locality::{
     DEFAULT_BUDGET, DEFAULT_INBOX_CAPACITY, Locality, LocalityHandle, MAX_INBOX_CAPACITY,
     RESERVED_TOKENS, Stats, ViolationAction,
 };
+pub use plugin::watch::{LifecycleEvent, WatchId, Watched};
 pub use plugin::{Plugin, Vote};
 pub use registry::{Deregister, Discover, Register, Registry};
 pub use request::{CancelRequest, Request, RequestId, RequestMsg, Response};
+pub use spawn::PendingChild;
 pub use supervisor::restart::RestartPolicy;
 pub use supervisor::{InitFailurePolicy, Supervisor, SupervisorConfig};
 pub use system::{DEFAULT_SPIN, SYSTEM_WAKER, System};
@@ -369,8 +375,9 @@ pub use mio;
 pub mod prelude {
     pub use crate::{
         Actor, ActorState, Address, CancelRequest, Context, DeadLetter, EntitySet, Error,
-        ErrorCode, InitFailurePolicy, Io, IoGuard, Keyed, Locality, LocalityHandle, Plugin, Pool,
-        PoolStrategy, Request, RequestId, RequestMsg, Response, RestartPolicy, SubscriptionId,
-        Supervisor, SupervisorConfig, System, TimerId, ViolationAction, Vote,
+        ErrorCode, InitFailurePolicy, Io, IoGuard, Keyed, LifecycleEvent, Locality, LocalityHandle,
+        Plugin, Pool, PoolStrategy, Request, RequestId, RequestMsg, Response, RestartPolicy,
+        SubscriptionId, Supervisor, SupervisorConfig, System, TimerId, UnlinkAction,
+        ViolationAction, Vote, WatchId, Watched,
     };
 }

@@ -244,7 +244,7 @@ struct Client {
 }
 impl Actor for Client {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.link(&self.server);
+        ctx.link(&self.server).expect("a first link");
     }
 }
 
@@ -518,8 +518,8 @@ fn register_io_in_shutdown_finish_is_refused() {
     });
 }
 
-/// `link`, `discover` and `acquire_resource` do nothing there: no link
-/// request, no discovery leaves, no resource is counted; a spawn is refused.
+/// `link` fails there (`ActorFinished`), `discover` and `acquire_resource`
+/// do nothing: no link request, no discovery leaves, no resource is counted; a spawn is refused.
 #[test]
 fn link_discover_acquire_and_spawn_in_shutdown_finish_start_nothing() {
     within(Duration::from_secs(20), || {
@@ -527,7 +527,10 @@ fn link_discover_acquire_and_spawn_in_shutdown_finish_start_nothing() {
         let flag = found.clone();
         let finisher = Finisher::at_finish(move |me, ctx| {
             let server = me.server.clone().unwrap();
-            ctx.link(&server);
+            me.saw(format!(
+                "link {:?}",
+                ctx.link(&server).map_err(|e| e.code())
+            ));
             ctx.discover("server")
                 .then(move |_, _, _| *flag.borrow_mut() = true);
             ctx.acquire_resource(7);
@@ -545,7 +548,14 @@ fn link_discover_acquire_and_spawn_in_shutdown_finish_start_nothing() {
             );
         }
         assert!(!*found.borrow());
-        assert_eq!(seen, ["resources 0", "spawn Err(SupervisorShuttingDown)"]);
+        assert_eq!(
+            seen,
+            [
+                "link Err(ActorFinished)",
+                "resources 0",
+                "spawn Err(SupervisorShuttingDown)"
+            ]
+        );
         only_the_others_are_left(&l);
     });
 }

@@ -4,6 +4,8 @@ mod core;
 #[cfg(test)]
 mod direct_tests;
 pub(crate) mod fire;
+mod poll_claim;
+use self::poll_claim::PollClaim;
 mod handle;
 mod inbox;
 pub(crate) mod shared;
@@ -463,6 +465,22 @@ impl Locality {
         Ok(())
     }
 
+    /// Asks every root to shut down, with `reason` (`System`'s shutdown flag).
+    pub(crate) fn shutdown_roots(&mut self, reason: &Error) {
+        let roots: Vec<Address> = self
+            .core
+            .actors
+            .values()
+            .filter(|c| c.parent.is_none())
+            .map(|c| c.address.clone())
+            .collect();
+        for root in roots {
+            if let Ok(actor) = self.local_actor(&root) {
+                lifecycle::request_own_shutdown(&mut self.core, actor, reason.clone());
+            }
+        }
+    }
+
     /// The locality's dead-letter address (made on first call): subscribe
     /// to [`DeadLetter`](crate::DeadLetter) there to receive the user
     /// messages that could not be delivered (see the example there).
@@ -536,50 +554,6 @@ impl Locality {
             inbox: c.shared.inbox_len(),
             ..c.stats
         }
-    }
-}
-
-/// A poll that holds a locality's waker: mio allows one waker per poll, so a
-/// second locality on the same poll is refused with an error (mio would panic).
-#[derive(Debug)]
-struct PollClaim {
-    #[cfg(unix)]
-    fd: std::os::fd::RawFd,
-}
-
-#[cfg(unix)]
-static CLAIMED_POLLS: std::sync::Mutex<Vec<std::os::fd::RawFd>> = std::sync::Mutex::new(Vec::new());
-
-impl PollClaim {
-    #[cfg(unix)]
-    fn claim(registry: &mio::Registry, name: &str) -> Result<PollClaim> {
-        let fd = std::os::fd::AsRawFd::as_raw_fd(registry);
-        let mut claimed = CLAIMED_POLLS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if claimed.contains(&fd) {
-            let why = format!(
-                "{name}: this poll already has a locality's waker (mio allows one per poll)"
-            );
-            return Err(Error::new(ErrorCode::AlreadyRegisteredOnPoll).with_context(why));
-        }
-        claimed.push(fd);
-        Ok(PollClaim { fd })
-    }
-
-    #[cfg(not(unix))]
-    fn claim(_: &mio::Registry, _: &str) -> Result<PollClaim> {
-        Ok(PollClaim {})
-    }
-}
-
-impl Drop for PollClaim {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        CLAIMED_POLLS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .retain(|&fd| fd != self.fd);
     }
 }
 

@@ -221,3 +221,48 @@ pub fn pos(lines: &[String], line: &str) -> usize {
         .position(|l| l == line)
         .unwrap_or_else(|| panic!("{line:?} not in {lines:#?}"))
 }
+
+/// A supervisor that logs what it hears of its children:
+/// `"<name> child init <child>: ok"` or `": <reason {:#}>"`, and
+/// `"<name> child down <child>: <reason {:#}>"` (children by [`short`] name).
+pub struct Boss {
+    pub name: &'static str,
+    pub log: Log,
+}
+
+impl Boss {
+    pub fn new(name: &'static str, log: &Log) -> Boss {
+        Boss {
+            name,
+            log: log.clone(),
+        }
+    }
+}
+
+impl commutator::Actor for Boss {
+    fn on_child_init(
+        &mut self,
+        child: &Address,
+        result: Result<(), &commutator::Error>,
+        _: &mut commutator::Context<'_, Self>,
+    ) {
+        let result = match result {
+            Ok(()) => "ok".to_string(),
+            Err(reason) => format!("{reason:#}"),
+        };
+        let child = short(child);
+        self.log
+            .push(format!("{} child init {child}: {result}", self.name));
+    }
+
+    fn on_child_shutdown(
+        &mut self,
+        child: &Address,
+        reason: &commutator::Error,
+        _: &mut commutator::Context<'_, Self>,
+    ) {
+        let child = short(child);
+        self.log
+            .push(format!("{} child down {child}: {reason:#}", self.name));
+    }
+}
