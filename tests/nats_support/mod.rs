@@ -9,6 +9,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod actors;
+
 use commutator::prelude::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -341,26 +343,5 @@ impl Drop for Node {
         if self.thread.is_some() {
             let _ = self.root.send(Stop);
         }
-    }
-}
-
-/// Sends every `M` arriving on its address (and every dead letter) to the test.
-pub struct Sink<M> {
-    pub to: mpsc::Sender<M>,
-    pub dead: Option<mpsc::Sender<commutator::nats::DeadLetter>>,
-}
-
-impl<M: Clone + Send + 'static> Actor for Sink<M> {
-    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|this: &mut Self, m: &M, _: &mut Context<'_, Self>| {
-            let _ = this.to.send(m.clone());
-        });
-        ctx.subscribe(
-            |this: &mut Self, letter: &commutator::nats::DeadLetter, _: &mut Context<'_, Self>| {
-                if let Some(dead) = &this.dead {
-                    let _ = dead.send(letter.clone());
-                }
-            },
-        );
     }
 }
