@@ -350,3 +350,124 @@ fn wrong_credentials_are_refused_with_a_clear_error() {
         Nats::connect(Options::new(&tokens_url).token("s3cret")).expect("right token");
     });
 }
+
+/// The example's executable, built by cargo (already built by
+/// `cargo test --all-targets`, which builds the examples; else built now, in
+/// the test's own target directory and profile).
+fn example_executable(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("<target>/<profile>/deps/<test>");
+    let target_dir = profile_dir.parent().expect("<target>/<profile>");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = std::process::Command::new(cargo);
+    command
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["build", "--quiet", "--features", "nats", "--example", name])
+        .args([
+            "--message-format",
+            "json-render-diagnostics",
+            "--target-dir",
+        ])
+        .arg(target_dir);
+    if profile_dir.file_name().is_some_and(|p| p == "release") {
+        command.arg("--release");
+    }
+    // Cargo gives this test the variables of a crate being built (package
+    // name, manifest dir, ...); build scripts of dependencies watch some of
+    // them, so passing them on would rebuild those dependencies every time.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        let for_crates = key.starts_with("CARGO_PKG_")
+            || key.starts_with("CARGO_MANIFEST_")
+            || [
+                "CARGO_CRATE_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+                "CARGO_BIN_NAME",
+                "OUT_DIR",
+            ]
+            .contains(&key.as_ref());
+        if for_crates {
+            command.env_remove(key.as_ref());
+        }
+    }
+    let output = command.output().expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "cargo build --example {name} failed"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let executable = stdout
+        .lines()
+        .filter(|line| {
+            line.contains("\"reason\":\"compiler-artifact\"")
+                && line.contains(&format!("\"name\":\"{name}\""))
+        })
+        .find_map(|line| {
+            let (_, rest) = line.split_once("\"executable\":\"")?;
+            rest.split_once('"').map(|(path, _)| path.to_string())
+        })
+        .expect("cargo names the example's executable");
+    executable.into()
+}
+
+/// A child process, killed if still running when dropped.
+struct Process(std::process::Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Process {
+    /// Waits for it to end (at most `limit`) and returns its stdout, if it succeeded.
+    fn output(mut self, limit: Duration) -> Option<String> {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            match self.0.try_wait().expect("the process can be waited for") {
+                Some(status) => {
+                    let mut out = String::new();
+                    use std::io::Read;
+                    let _ = self.0.stdout.take()?.read_to_string(&mut out);
+                    return status.success().then_some(out);
+                }
+                None if std::time::Instant::now() > deadline => return None,
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+}
+
+#[test]
+fn two_processes_exchange_requests_through_the_example() {
+    let Some(bin) = nats_server("two_processes_exchange_requests_through_the_example") else {
+        return;
+    };
+    let server = Server::start(&bin, &[]);
+    let url = server.url();
+    within(Duration::from_secs(600), &[server], move || {
+        let example = example_executable("nats_ping_pong");
+        let run = |role: &str| {
+            let child = std::process::Command::new(&example)
+                .args([role, "--url", &url, "--count", "3"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("the example starts");
+            Process(child)
+        };
+        // ping first: it waits for pong to appear.
+        let ping = run("ping");
+        let pong = run("pong");
+        let pinged = ping.output(LIMIT).expect("ping ends well");
+        let ponged = pong.output(LIMIT).expect("pong ends well");
+        assert!(pinged.ends_with("ping: 3 pongs\n"), "{pinged}");
+        assert_eq!(pinged.matches("ping: pong #").count(), 3, "{pinged}");
+        assert!(ponged.ends_with("pong: served 3 pings\n"), "{ponged}");
+    });
+}
