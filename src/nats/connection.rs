@@ -136,7 +136,7 @@ pub struct Stats {
 }
 
 /// A URL with any `user:password@` cut out.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     match url.rsplit_once('@') {
         Some((head, host)) => match head.split_once("://") {
             Some((scheme, _)) => format!("{scheme}://***@{host}"),
@@ -365,8 +365,8 @@ fn client_options(options: &Options, stats: Arc<Counters>) -> Result<ConnectOpti
         let addr = url.parse::<async_nats::ServerAddr>().ok()?;
         let user = addr.username().filter(|u| !u.is_empty())?;
         Some(match addr.password() {
-            Some(password) => Auth::UserPassword(user.to_string(), password.to_string()),
-            None => Auth::Token(user.to_string()),
+            Some(password) => Auth::UserPassword(percent_decoded(user), percent_decoded(password)),
+            None => Auth::Token(percent_decoded(user)),
         })
     });
     let mut o = ConnectOptions::new()
@@ -521,6 +521,29 @@ fn bridge_thread(
     });
 }
 
+/// `%xx` escapes of a URL's user or password decoded (`p%40ss` is `p@ss`).
+fn percent_decoded(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A connect error as an [`Error`] that says what to do about it.
 fn connect_error(e: async_nats::ConnectError, servers: &str) -> Error {
     let (code, what) = match e.kind() {
@@ -538,7 +561,7 @@ fn connect_error(e: async_nats::ConnectError, servers: &str) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use super::redact;
+    use super::{percent_decoded, redact};
 
     #[test]
     fn credentials_in_urls_are_never_printed() {
@@ -548,5 +571,12 @@ mod tests {
         );
         assert_eq!(redact("bob:secret@host:1"), "***@host:1");
         assert_eq!(redact("nats://host:1"), "nats://host:1");
+    }
+
+    #[test]
+    fn escapes_in_url_credentials_are_decoded() {
+        assert_eq!(percent_decoded("p%40ss%2Fw0rd"), "p@ss/w0rd");
+        assert_eq!(percent_decoded("100%"), "100%");
+        assert_eq!(percent_decoded("%zz"), "%zz");
     }
 }

@@ -22,9 +22,9 @@ use std::time::Duration;
 /// ```
 ///
 /// Credentials in a URL (`nats://user:pass@host:4222`) work too. What is not
-/// set here keeps async-nats's default: a connect timeout of 5 s per server,
-/// reconnection for ever with a growing delay (up to [`reconnect_delay`]),
-/// no TLS unless the server asks for it.
+/// set here keeps its default: a connect timeout of 5 s, reconnection for
+/// ever with a growing pause (up to [`reconnect_delay`]), no TLS unless the
+/// server asks for it. `Debug` shows no credentials.
 ///
 /// [`reconnect_delay`]: Options::reconnect_delay
 #[derive(Clone)]
@@ -179,8 +179,8 @@ impl Options {
         self
     }
 
-    /// The longest pause between two reconnection attempts (they start
-    /// immediately and back off, 100 ms more each time). Default 2 s.
+    /// The longest pause between two reconnection attempts (the first is
+    /// immediate, then the pause doubles from 2 ms). Default 2 s.
     pub fn reconnect_delay(mut self, max: Duration) -> Options {
         self.reconnect_delay = max;
         self
@@ -238,7 +238,14 @@ impl fmt::Debug for Options {
             Auth::UserPassword(..) => "user and password",
         };
         f.debug_struct("Options")
-            .field("servers", &self.servers)
+            .field(
+                "servers",
+                &self
+                    .servers
+                    .iter()
+                    .map(|s| super::connection::redact(s))
+                    .collect::<Vec<_>>(),
+            )
             .field("name", &self.name)
             .field("auth", &auth)
             .field("tls_required", &self.tls_required)
