@@ -158,6 +158,125 @@ fn a_malformed_payload_on_a_bridged_subject_is_a_dead_letter_and_the_receiver_go
 }
 
 #[test]
+fn a_message_published_before_anyone_subscribes_is_lost_at_most_once() {
+    let Some(bin) =
+        nats_server("a_message_published_before_anyone_subscribes_is_lost_at_most_once")
+    else {
+        return;
+    };
+    let server = Server::start(&bin, &[]);
+    let url = server.url();
+    within(LIMIT, &[server], move || {
+        let (a, b) = (connect(&url), connect(&url));
+        a.publish(
+            "test.early",
+            &Note {
+                from: "a".into(),
+                seq: 0,
+            },
+        )
+        .expect("published");
+        a.flush(WAIT).expect("written to the server");
+        let (tx, rx) = mpsc::channel();
+        let (receiver, ()) = Node::start("receiver", move |system, root| {
+            let sink = system
+                .spawn(root, Sink::<Note> { to: tx, dead: None })
+                .finish()?;
+            system
+                .spawn(root, b.import::<Note>("test.early", &sink))
+                .finish()?;
+            Ok(())
+        });
+        a.publish(
+            "test.early",
+            &Note {
+                from: "a".into(),
+                seq: 1,
+            },
+        )
+        .expect("published");
+        assert_eq!(
+            next(&rx, WAIT, "note").seq,
+            1,
+            "#0 had nobody to go to: gone"
+        );
+        assert!(receiver.stop().is_ok());
+    });
+}
+
+#[test]
+fn a_slow_subscriber_makes_nats_drop_messages_instead_of_its_locality_growing() {
+    let Some(bin) =
+        nats_server("a_slow_subscriber_makes_nats_drop_messages_instead_of_its_locality_growing")
+    else {
+        return;
+    };
+    let server = Server::start(&bin, &[]);
+    let url = server.url();
+    within(LIMIT, &[server], move || {
+        let a = connect(&url);
+        let options = Options::new(&url).window(8).subscription_capacity(64);
+        let b = Nats::connect(options).expect("connects");
+        let (tx, rx) = mpsc::channel();
+        let importer = b.clone();
+        let (receiver, ()) = Node::start("receiver", move |system, root| {
+            let slow = system.spawn(root, Slow { to: tx }).finish()?;
+            system
+                .spawn(root, importer.import::<Note>("test.flood", &slow))
+                .finish()?;
+            Ok(())
+        });
+        // A steady stream the bridge could pass on in full (20 at a time, far
+        // below the 64 the subscription holds), to a locality that cannot
+        // keep up: the window stops the bridge, so NATS drops.
+        for seq in 0..2_000 {
+            a.publish(
+                "test.flood",
+                &Note {
+                    from: "a".into(),
+                    seq,
+                },
+            )
+            .expect("published");
+            if seq % 20 == 19 {
+                a.flush(WAIT).expect("written to the server");
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        let deadline = std::time::Instant::now() + WAIT;
+        while b.stats().slow_consumer == 0 {
+            assert!(std::time::Instant::now() < deadline, "nothing was dropped");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // The locality goes on: what it got is in order, and less than was sent.
+        let mut last = None;
+        while let Ok(seq) = rx.recv_timeout(Duration::from_millis(500)) {
+            assert!(last < Some(seq), "in order");
+            last = Some(seq);
+        }
+        assert!(
+            last.is_some() && b.stats().received < 2_000,
+            "{:?}",
+            b.stats()
+        );
+        assert!(receiver.stop().is_ok());
+    });
+}
+
+/// Takes a millisecond per note (the locality cannot keep up with a flood).
+struct Slow {
+    to: mpsc::Sender<u32>,
+}
+impl Actor for Slow {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|this: &mut Self, note: &Note, _: &mut Context<'_, Self>| {
+            std::thread::sleep(Duration::from_millis(1));
+            let _ = this.to.send(note.seq);
+        });
+    }
+}
+
+#[test]
 fn a_remote_request_gets_the_reply_or_the_servers_error_with_its_causes() {
     let Some(bin) =
         nats_server("a_remote_request_gets_the_reply_or_the_servers_error_with_its_causes")

@@ -15,6 +15,7 @@
 //! thread flushes what is buffered (for up to a second) and stops.
 
 use super::codec::{Codec, Json, Wire};
+use super::names::round_trip;
 use super::options::{Auth, Options};
 use super::pump::Inbox;
 use crate::address::Address;
@@ -238,16 +239,19 @@ impl<C: Codec> Nats<C> {
         self.shared.publish(subject, None, payload.into())
     }
 
-    /// Waits until everything published so far was written to the server, or
-    /// `timeout` passed. Blocking: for a program's main thread and tests, not
-    /// for an actor. Errors: [`ErrorCode::Unreachable`] when it could not flush
-    /// in time (the connection is down).
+    /// Waits until the server has received everything published so far (a
+    /// round trip to it), or `timeout` passed. Blocking: for a program's main
+    /// thread and tests, not for an actor. Errors: [`ErrorCode::Unreachable`]
+    /// when it could not in time (the connection is down).
     pub fn flush(&self, timeout: Duration) -> Result<()> {
-        let client = self.shared.client.clone();
-        let flushed =
-            self.block_on(async move { tokio::time::timeout(timeout, client.flush()).await });
+        let shared = self.shared.clone();
+        let flushed = self.block_on(async move {
+            let client = &shared.client;
+            let both = async { client.flush().await.is_ok() && round_trip(client).await.is_ok() };
+            tokio::time::timeout(timeout, both).await
+        });
         match flushed {
-            Some(Ok(Ok(()))) => Ok(()),
+            Some(Ok(true)) => Ok(()),
             _ => Err(Error::new(ErrorCode::Unreachable).with_context(format!(
                 "nats: could not flush within {timeout:?} ({})",
                 self.shared.servers

@@ -107,8 +107,7 @@ pub(crate) fn transport_error(
 /// Waits until the server has processed everything this client sent before:
 /// a request to a subject nobody serves, which the server answers with "no
 /// responders" once it got there.
-pub(crate) async fn round_trip(client: &Client, prefix: &str) -> Result<()> {
-    let _ = prefix;
+pub(crate) async fn round_trip(client: &Client) -> Result<()> {
     let subject = client.new_inbox(); // nobody listens there
     let request = Request::new().timeout(Some(Duration::from_secs(10)));
     match client.send_request(subject, request).await {

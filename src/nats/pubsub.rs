@@ -306,9 +306,7 @@ impl<C: Codec> Import<C> {
                 None => client.subscribe(subject.clone()).await,
             };
             let ready = match subscribed {
-                Ok(subscription) => round_trip(client, &shared.prefix)
-                    .await
-                    .map(|()| subscription),
+                Ok(subscription) => round_trip(client).await.map(|()| subscription),
                 Err(e) => Err(transport_error(
                     format!("nats: cannot subscribe to {subject}"),
                     e,

@@ -271,7 +271,7 @@ impl<C: Codec> Service<C> {
                     .subscribe(who.clone())
                     .await
                     .map_err(|e| transport_error(format!("nats: cannot subscribe to {who}"), e))?;
-                round_trip(client, prefix).await?;
+                round_trip(client).await?;
                 let _ = client
                     .publish(announce_subject(prefix, &name), info.clone())
                     .await;
