@@ -23,7 +23,8 @@
 //! `COMMUTATOR_REQUIRE_NATS=1`). Without `--bench` (as under
 //! `cargo test --all-targets`) the counts are divided by 1,000 (a smoke run);
 //! `COMMUTATOR_BENCH_DIV=<n>` sets the divisor, `REPS=<n>` repeats each
-//! workload.
+//! workload, `ONLY=commutator` (or `ONLY=async-nats`) runs one side (for
+//! profiling).
 
 use commutator::nats::{Nats, Options, Wire};
 use commutator::prelude::*;
@@ -89,6 +90,9 @@ fn node<T: Send + 'static>(
     let thread = std::thread::spawn(move || {
         let run = || -> commutator::Result<()> {
             let mut system = System::new()?;
+            if let Some(spin) = std::env::var("SPIN_US").ok().and_then(|s| s.parse().ok()) {
+                system.set_spin(Duration::from_micros(spin));
+            }
             let root = system
                 .spawn_root(Supervisor)
                 .supervisor(SupervisorConfig::default())
@@ -524,11 +528,17 @@ fn main() {
         },
     };
     let run = |name: &str| filter.is_empty() || filter.iter().any(|f| name.starts_with(f.as_str()));
+    let only = std::env::var("ONLY").unwrap_or_default();
+    let side = |who: &str| only.is_empty() || only == who;
     for _ in 0..reps {
         if run("nats_pubsub") {
             let n = (N_PUBSUB / div).max(10);
-            report("async-nats", "nats_pubsub", n, raw_pubsub(&url, n));
-            report("commutator", "nats_pubsub", n, commutator_pubsub(&url, n));
+            if side("async-nats") {
+                report("async-nats", "nats_pubsub", n, raw_pubsub(&url, n));
+            }
+            if side("commutator") {
+                report("commutator", "nats_pubsub", n, commutator_pubsub(&url, n));
+            }
         }
         for (name, count, in_flight) in [
             ("nats_request", N_REQUEST, 1),
@@ -536,13 +546,17 @@ fn main() {
         ] {
             if run(name) {
                 let n = (count / div).max(10);
-                report("async-nats", name, n, raw_request(&url, n, in_flight));
-                report(
-                    "commutator",
-                    name,
-                    n,
-                    commutator_request(&url, n, in_flight),
-                );
+                if side("async-nats") {
+                    report("async-nats", name, n, raw_request(&url, n, in_flight));
+                }
+                if side("commutator") {
+                    report(
+                        "commutator",
+                        name,
+                        n,
+                        commutator_request(&url, n, in_flight),
+                    );
+                }
             }
         }
     }
