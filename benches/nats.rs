@@ -18,8 +18,9 @@
 //!   `Client::request` against a task that answers each message.
 //! - `nats_request_100`: the same with 100 requests in flight.
 //!
-//! The server is `COMMUTATOR_NATS_URL`, or a nats-server started here on a
-//! free loopback port (none found: one "skipped" line, or a failure under
+//! The server is `COMMUTATOR_NATS_URL`, or a nats-server
+//! (`COMMUTATOR_NATS_SERVER`, else from the `PATH`) started here on a free
+//! loopback port (none found: one "skipped" line, or a failure under
 //! `COMMUTATOR_REQUIRE_NATS=1`). Without `--bench` (as under
 //! `cargo test --all-targets`) the counts are divided by 1,000 (a smoke run);
 //! `COMMUTATOR_BENCH_DIV=<n>` sets the divisor, `REPS=<n>` repeats each
@@ -471,12 +472,22 @@ impl Drop for Server {
 }
 
 fn start_server() -> Option<(String, Server)> {
-    let binary = std::env::var_os("PATH")
+    let binary = std::env::var_os("COMMUTATOR_NATS_SERVER")
+        .map(std::path::PathBuf::from)
         .into_iter()
-        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .chain(["/usr/sbin", "/usr/local/sbin"].map(Into::into))
-        .map(|dir: std::path::PathBuf| dir.join("nats-server"))
-        .find(|p| p.is_file())?;
+        .chain(
+            std::env::var_os("PATH")
+                .into_iter()
+                .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+                .map(|dir| dir.join("nats-server")),
+        )
+        .chain(["/usr/sbin/nats-server", "/usr/local/sbin/nats-server"].map(Into::into))
+        .take(if std::env::var_os("COMMUTATOR_NATS_SERVER").is_some() {
+            1
+        } else {
+            usize::MAX
+        })
+        .find(|p: &std::path::PathBuf| p.is_file())?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .ok()?
         .local_addr()

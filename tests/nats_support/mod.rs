@@ -2,7 +2,8 @@
 //! ports, killed when dropped (so a failing test leaves none behind), and a
 //! deadline around every test so that none can hang CI.
 //!
-//! Without a `nats-server` binary a test prints one line,
+//! `COMMUTATOR_NATS_SERVER=<path>` names the binary (else it is looked for on
+//! the `PATH` and in `/usr/sbin`). Without one a test prints one line,
 //! `skipped: nats-server not found (<test>)`, straight to the terminal
 //! (not through the test harness's capture) and passes; with
 //! `COMMUTATOR_REQUIRE_NATS=1` (CI) it fails instead.
@@ -20,22 +21,33 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The nats-server binary, or `None` (after saying so) when the test should be skipped.
+/// The nats-server binary (`COMMUTATOR_NATS_SERVER`, else found on the
+/// `PATH` or in the usual places), or `None` (after saying so) when the test
+/// should be skipped.
 pub fn nats_server(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .chain(["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"].map(PathBuf::from))
-        .map(|dir| dir.join("nats-server"))
-        .find(|p| p.is_file());
+    let found = match std::env::var_os("COMMUTATOR_NATS_SERVER") {
+        Some(path) => Some(PathBuf::from(path)).filter(|p| p.is_file()),
+        None => search_path(),
+    };
     if found.is_none() {
         if std::env::var("COMMUTATOR_REQUIRE_NATS").is_ok_and(|v| v == "1") {
             panic!("nats-server not found and COMMUTATOR_REQUIRE_NATS=1 ({test})");
         }
         // Straight to stderr: `eprintln!` would be captured and hidden for a passing test.
-        let _ = writeln!(std::io::stderr(), "skipped: nats-server not found ({test})");
+        let line = format!("skipped: nats-server not found ({test})\n");
+        let _ = std::io::stderr().write_all(line.as_bytes());
     }
     found
+}
+
+/// `nats-server` on the `PATH`, or in the directories Debian and others use.
+fn search_path() -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .chain(["/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin"].map(PathBuf::from))
+        .map(|dir| dir.join("nats-server"))
+        .find(|p| p.is_file())
 }
 
 /// A port nobody listens on now (the kernel's choice; the server binds it a moment later).
