@@ -55,7 +55,8 @@ enum Target {
 ///
 /// Its init finishes once the server has its subscriptions; then it
 /// announces itself, so that a [`Remote`](super::Remote) waiting for the name
-/// finds it. Shutting it down unsubscribes. A request that cannot be served
+/// finds it. Shutting it down unsubscribes, and answers the requests it was
+/// still serving with [`ErrorCode::Unreachable`]. A request that cannot be served
 /// is answered with an error: [`ErrorCode::Codec`] if it does not decode,
 /// [`ErrorCode::UnknownService`] for a type it does not serve.
 ///
@@ -339,10 +340,17 @@ impl<C: Codec> Actor for Service<C> {
         }
     }
 
+    /// Unsubscribes, and answers what is still being served: its local
+    /// requests end with this actor, so no response would come.
     fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
         self.task.abort();
         while ctx.resources_held(BRIDGE_RESOURCE) > 0 {
             let _ = ctx.release_resource(BRIDGE_RESOURCE);
+        }
+        let why = format!("nats: service {:?} shut down", self.name);
+        let gone = Error::new(ErrorCode::Unreachable).with_context(why);
+        for (_, reply) in self.pending.drain() {
+            answer::<(), C>(&self.nats.shared, &reply, Err(&gone));
         }
     }
 }
