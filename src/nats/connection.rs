@@ -32,7 +32,7 @@ use tokio::runtime::Handle;
 
 /// A connection to NATS, shared by the localities of a process: `Clone`,
 /// `Send + Sync`. Made by [`Nats::connect`]; the bridge actors
-/// ([`publisher`](Nats::publisher), [`subscriber`](Nats::subscriber),
+/// ([`export`](Nats::export), [`import`](Nats::import),
 /// [`service`](Nats::service), [`remote`](Nats::remote)) each keep a clone.
 ///
 /// `C` is the [`Codec`] for every message of this connection ([`Json`]
