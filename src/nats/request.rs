@@ -88,6 +88,7 @@ impl<C: Codec> fmt::Debug for Remote<C> {
             .field("name", &self.name)
             .field("types", &self.types)
             .field("pending", &self.pending.len())
+            .field("found", &self.info)
             .finish_non_exhaustive()
     }
 }
@@ -139,11 +140,6 @@ impl<C: Codec> Remote<C> {
     pub fn wait(mut self, wait: Duration) -> Self {
         self.wait = Some(wait);
         self
-    }
-
-    /// What the instance found at init said about itself.
-    pub fn service_info(&self) -> Option<&ServiceInfo> {
-        self.info.as_ref()
     }
 
     fn on_request<R>(&mut self, request: &RequestMsg<R>, ctx: &mut Context<'_, Self>)
