@@ -330,6 +330,8 @@ mod io;
 mod lifecycle;
 mod locality;
 mod message;
+#[cfg(feature = "nats")]
+pub mod nats;
 mod plugin;
 mod queue;
 mod registry;
