@@ -3,33 +3,13 @@
 //! could hang runs on a thread of its own under a deadline, so a regression
 //! fails the test instead of stalling CI.
 
+mod common;
+use common::within;
 use commutator::RestartPolicy;
 use commutator::*;
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::mpsc;
-use std::thread;
 use std::time::Duration;
-
-/// Runs `test` on a thread of its own; fails if it does not end within
-/// `limit` (a hang or a blow-up fails instead of stalling the suite).
-fn within(limit: Duration, test: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    let worker = thread::spawn(move || {
-        test();
-        let _ = tx.send(());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(()) => worker.join().expect("the test thread ended"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            // The test panicked: pass its panic on.
-            if let Err(panic) = worker.join() {
-                std::panic::resume_unwind(panic);
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("the test did not end within {limit:?}"),
-    }
-}
 
 struct Idle;
 impl Actor for Idle {}

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Clock, Log, root_on_l0};
+use common::{Clock, Log, root_on_l0, within};
 use commutator::{
     Actor, Address, Context, ErrorCode, Locality, Pool, PoolStats, PoolStrategy, Request,
     RequestMsg, Response, RestartPolicy, StatsHandle, Supervisor, SupervisorConfig, System,
@@ -141,24 +141,6 @@ impl Fixture {
     fn at(&mut self, ms: u64) -> Vec<String> {
         self.l.run_until_idle(self.clock.at(ms));
         self.log.take()
-    }
-}
-
-/// Runs `test` on a thread of its own; fails if it does not end in time.
-fn within(limit: Duration, test: impl FnOnce() + Send + 'static) {
-    let (done, finished) = mpsc::channel();
-    let thread = std::thread::spawn(move || {
-        test();
-        let _ = done.send(());
-    });
-    match finished.recv_timeout(limit) {
-        Ok(()) => thread.join().expect("the test thread"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            if let Err(panic) = thread.join() {
-                std::panic::resume_unwind(panic);
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("no end within {limit:?}: a hang"),
     }
 }
 

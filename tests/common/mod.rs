@@ -266,3 +266,25 @@ impl commutator::Actor for Boss {
             .push(format!("{} child down {child}: {reason:#}", self.name));
     }
 }
+
+/// Runs `test` on a thread of its own; fails if it does not end within
+/// `limit` (a hang or a blow-up fails instead of stalling the suite), and
+/// passes a panic of the test on.
+pub fn within(limit: Duration, test: impl FnOnce() + Send + 'static) {
+    let (done, finished) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        test();
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(limit) {
+        Ok(()) => thread.join().expect("the test thread ended"),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            if let Err(panic) = thread.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the test did not end within {limit:?}: a hang")
+        }
+    }
+}
