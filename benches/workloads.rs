@@ -16,9 +16,15 @@
 //!   figure depends on how full the tables are).
 //!
 //! `cargo bench` runs both; `cargo bench --bench workloads -- w3` runs one
-//! workload of one target. With the features `tokio` and `calloop`
-//! (`cargo bench --all-features`), `w1` and `w3` also run on those backends
-//! (`w1_pingpong_tokio`, `w3_reqresp_calloop`, ...).
+//! workload of one target. The entity-set and pool workloads (`e1` to `e3`,
+//! `p1`, `p2`) are in `workloads/entities.rs`. With the features `tokio`
+//! and `calloop` (`cargo bench --all-features`), `w1` and `w3` also run on
+//! those backends (`w1_pingpong_tokio`, `w3_reqresp_calloop`, ...; in
+//! `workloads/backends.rs`).
+
+#[cfg(all(unix, any(feature = "tokio", feature = "calloop")))]
+mod backends;
+mod entities;
 
 use commutator::prelude::*;
 use std::cell::Cell;
@@ -107,8 +113,14 @@ fn report(workload: &str, count: u64, secs: f64) {
 }
 
 /// Brings the tree up, sends the kick, times `run()` (or counts the
-/// allocations in it).
-fn timed<M: Send + 'static>(workload: &str, count: u64, mut system: System, to: &Address, kick: M) {
+/// allocations in it); returns the seconds timed.
+fn timed<M: Send + 'static>(
+    workload: &str,
+    count: u64,
+    mut system: System,
+    to: &Address,
+    kick: M,
+) -> f64 {
     system.locality().run_until_idle(Instant::now());
     DONE.with(|d| d.set(None));
     mark();
@@ -117,7 +129,9 @@ fn timed<M: Send + 'static>(workload: &str, count: u64, mut system: System, to: 
     system.run().expect("run");
     // w4 times its whole run (spawn, start, shutdown); the others stop at `done`.
     let end = DONE.with(Cell::get).unwrap_or_else(Instant::now);
-    report(workload, count, end.duration_since(t0).as_secs_f64());
+    let secs = end.duration_since(t0).as_secs_f64();
+    report(workload, count, secs);
+    secs
 }
 
 fn new_system(root: impl Actor) -> (System, Address) {
@@ -574,28 +588,7 @@ pub fn main(counters: Option<&'static dyn Counters>) {
     if run("w6_scale") {
         pingpong("w6_scale", N_IDLE / usize::from(SCALE_DIV.load(Relaxed)));
     }
-    #[cfg(all(unix, feature = "tokio"))]
-    {
-        if run("w1_pingpong_tokio") {
-            backends::w1(backends::Backend::Tokio);
-        }
-        if run("w3_reqresp_tokio") {
-            backends::w3(backends::Backend::Tokio);
-        }
-    }
-    #[cfg(all(unix, feature = "calloop"))]
-    {
-        if run("w1_pingpong_calloop") {
-            backends::w1(backends::Backend::Calloop);
-        }
-        if run("w3_reqresp_calloop") {
-            backends::w3(backends::Backend::Calloop);
-        }
-    }
+    entities::main(&run);
+    #[cfg(all(unix, any(feature = "tokio", feature = "calloop")))]
+    backends::main(&run);
 }
-
-// ---------------- w1 and w3 on the backends (features `tokio`, `calloop`) ----------------
-
-#[cfg(all(unix, any(feature = "tokio", feature = "calloop")))]
-#[path = "backends.rs"]
-mod backends;

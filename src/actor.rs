@@ -67,9 +67,39 @@ pub trait Actor: Sized + 'static {
     fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
         let _ = ctx;
     }
-    /// SHUTTING_DOWN → SHUT_DOWN: the last call; subscriptions and timers go next.
+    /// SHUTTING_DOWN → SHUT_DOWN: the last call (its state reads
+    /// `SHUT_DOWN`, as in rotor); subscriptions and timers go next.
     fn shutdown_finish(&mut self, ctx: &mut Context<'_, Self>) {
         let _ = ctx;
+    }
+
+    /// A supervisor hears of a child's init: `Ok` when it initialized,
+    /// `Err` with its reason when it went down before (it failed its init,
+    /// or was asked to go). Called before the supervisor starts the child,
+    /// or applies its [`InitFailurePolicy`](crate::InitFailurePolicy).
+    fn on_child_init(
+        &mut self,
+        child: &Address,
+        result: Result<(), &Error>,
+        ctx: &mut Context<'_, Self>,
+    ) {
+        let _ = (child, result);
+        ctx.core.default_hook = true; // not overridden: no need to call it again
+    }
+
+    /// A supervisor hears that a child has shut down, with its reason,
+    /// before it decides what follows (restart, escalation, ...).
+    fn on_child_shutdown(&mut self, child: &Address, reason: &Error, ctx: &mut Context<'_, Self>) {
+        let _ = (child, reason);
+        ctx.core.default_hook = true; // not overridden: no need to call it again
+    }
+
+    /// A linked server (see [`Context::link`]) asks this client to unlink,
+    /// because it is shutting down: the answer says what the client does.
+    /// Default: [`UnlinkAction::Shutdown`].
+    fn on_unlink(&mut self, server: &Address, ctx: &mut Context<'_, Self>) -> UnlinkAction {
+        let _ = (server, ctx);
+        UnlinkAction::Shutdown
     }
 
     /// Asked once, as the actor goes down: should a new instance take its
@@ -79,6 +109,21 @@ pub trait Actor: Sized + 'static {
     fn should_restart(&self, reason: &Error) -> bool {
         !reason.is_normal()
     }
+}
+
+/// What a linked client does when its server asks it to unlink
+/// ([`Actor::on_unlink`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnlinkAction {
+    /// Shut down, with reason `UnlinkRequested` (the default): the server
+    /// waits until the client is gone.
+    #[default]
+    Shutdown,
+    /// Unlink at once and carry on: the server no longer waits for it.
+    Release,
+    /// Unlink later: the server waits until the client calls
+    /// [`Context::unlink`] (or shuts down).
+    Defer,
 }
 
 /// Where an actor is in its lifecycle; see [`Context::state`] and
@@ -97,7 +142,7 @@ pub enum ActorState {
     Operational,
     /// Releasing resources; children are shutting down.
     ShuttingDown,
-    /// Gone.
+    /// In its `shutdown_finish`, then gone.
     ShutDown,
 }
 
@@ -247,6 +292,16 @@ pub(crate) trait ActorObject: Any {
     fn has_plugins(&self) -> bool;
     /// [`Actor::should_restart`] (`false` if the actor is busy).
     fn should_restart(&self, reason: &Error) -> bool;
+    /// Calls the hook a notice is for; `Some` answer for an unlink.
+    fn notice(&self, core: &mut Core, me: Key, notice: Notice<'_>) -> Option<UnlinkAction>;
+}
+
+/// A hook that tells an actor about another one (erased over its type).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Notice<'n> {
+    ChildInit(&'n Address, Result<(), &'n Error>),
+    ChildShutdown(&'n Address, &'n Error),
+    Unlink(&'n Address),
 }
 
 impl<A: Actor> ActorObject for RefCell<ActorBox<A>> {
@@ -272,6 +327,16 @@ impl<A: Actor> ActorObject for RefCell<ActorBox<A>> {
     fn should_restart(&self, reason: &Error) -> bool {
         self.try_borrow()
             .is_ok_and(|b| b.actor.should_restart(reason))
+    }
+    fn notice(&self, core: &mut Core, me: Key, notice: Notice<'_>) -> Option<UnlinkAction> {
+        let mut b = self.try_borrow_mut().ok()?;
+        let ctx = &mut Context::new(core, me);
+        match notice {
+            Notice::ChildInit(child, result) => b.actor.on_child_init(child, result, ctx),
+            Notice::ChildShutdown(child, reason) => b.actor.on_child_shutdown(child, reason, ctx),
+            Notice::Unlink(server) => return Some(b.actor.on_unlink(server, ctx)),
+        }
+        None
     }
 }
 
@@ -477,6 +542,21 @@ pub(crate) fn guarded<R>(core: &Core, me: Key, f: impl FnOnce() -> R) -> Result<
 /// Calls a lifecycle hook of the actor at `me`.
 pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
     with_object(core, me, |object, core| object.hook(hook, core, me));
+}
+
+/// Calls the hook `notice` is for on the actor at `me` (see [`Notice`]);
+/// the answer to an unlink, if it gave one.
+pub(crate) fn notify(core: &mut Core, me: Key, notice: Notice<'_>) -> Option<UnlinkAction> {
+    with_object(core, me, |object, core| object.notice(core, me, notice))?.ok()?
+}
+
+/// Calls a supervisor hook (a child's init or shutdown) of the actor at
+/// `me`; `false` if it is the trait's default, which says so: the
+/// supervisor need not call it again.
+pub(crate) fn notify_overridden(core: &mut Core, me: Key, notice: Notice<'_>) -> bool {
+    core.default_hook = false;
+    notify(core, me, notice);
+    !std::mem::take(&mut core.default_hook)
 }
 
 /// The default name of an actor type: its type name without the module path.

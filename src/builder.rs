@@ -7,7 +7,8 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::locality::{Core, LocalityHandle};
 use crate::plugin::Plugin;
 use crate::spawn::{
-    PluginFactory, Settings, SharedFactory, Spec, spawn_elsewhere, spawn_instance, spawn_once,
+    PendingChild, PluginFactory, Settings, SharedFactory, Spec, spawn_elsewhere, spawn_instance,
+    spawn_once,
 };
 use crate::supervisor::restart::{Respawn, RestartPolicy, Supervision, SupervisionConfig};
 use crate::supervisor::{ChildRecord, ChildState, SupervisorConfig};
@@ -124,7 +125,8 @@ pub struct Builder<'a, A: Actor, T = Here<A>> {
     target: T,
     name: Option<Cow<'static, str>>,
     config: ActorConfig,
-    supervisor: Option<SupervisorConfig>,
+    /// Boxed: most actors are no supervisors, and a builder is moved about.
+    supervisor: Option<Box<SupervisorConfig>>,
     registry: Option<Address>,
     register_as: Vec<Cow<'static, str>>,
     supervision: SupervisionConfig,
@@ -231,7 +233,7 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
     /// Makes the actor a supervisor: it can spawn children, and its lifecycle
     /// waits for theirs.
     pub fn supervisor(mut self, config: SupervisorConfig) -> Self {
-        self.supervisor = Some(config);
+        self.supervisor = Some(Box::new(config));
         self
     }
 
@@ -326,6 +328,14 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
         }
         if parent.is_none() && supervision.is_set() {
             let why = "a root has no supervisor to restart it or escalate to";
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+        }
+        if supervisor
+            .as_ref()
+            .and_then(|c| c.shutdown_flag.as_ref())
+            .is_some_and(|f| f.every.is_zero())
+        {
+            let why = "a shutdown flag needs an interval longer than zero";
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         }
         if supervision.policy != RestartPolicy::Never && supervision.period.is_zero() {
@@ -424,13 +434,15 @@ impl<'a, A: Actor> Builder<'a, A> {
 
 impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
     /// Asks the other locality to make the actor, as a child of this
-    /// supervisor. Its address is made there and reported back to the
-    /// supervisor; find the actor by name through a registry
-    /// ([`register_as`](Builder::register_as)) or have it announce itself.
+    /// supervisor. Its address is made there: the [`PendingChild`] returned
+    /// resolves to it once that locality has made the child, and the
+    /// supervisor hears it in [`Actor::on_child_init`] (see
+    /// [`PendingChild`] for why it cannot be known now). A registry
+    /// ([`register_as`](Builder::register_as)) finds it by name too.
     ///
     /// Errors: as [`Builder::finish`], and [`ErrorCode::LocalityFinished`] if
     /// the other locality has finished.
-    pub fn finish(self) -> Result<()> {
+    pub fn finish(self) -> Result<PendingChild> {
         let Prepared {
             core,
             parent,
@@ -443,13 +455,15 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         };
         let (link, slot) = child_slot(core, parent);
-        spawn_elsewhere(
+        let pending = spawn_elsewhere(
             &handle,
             link.address.clone(),
             slot,
             factory.clone(),
             settings.clone(),
-        )?;
+            true,
+        )?
+        .expect("the first spawn is pending");
         let respawn = (supervision.policy != RestartPolicy::Never).then(|| {
             Box::new(move |_: &mut Core, link: ParentLink| {
                 spawn_elsewhere(
@@ -458,12 +472,13 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
                     link.slot,
                     factory.clone(),
                     settings.clone(),
+                    false,
                 )
-                .map(|()| None)
+                .map(|_| None)
             }) as Respawn
         });
         add_child(core, parent, slot, None, supervision, respawn);
-        Ok(())
+        Ok(pending)
     }
 }
 

@@ -72,7 +72,8 @@ impl RequestId {
 /// What it offers, by topic:
 ///
 /// - who am I: [`address`](Context::address), [`name`](Context::name),
-///   [`state`](Context::state), [`supervisor`](Context::supervisor),
+///   [`state`](Context::state), [`shutdown_reason`](Context::shutdown_reason),
+///   [`supervisor`](Context::supervisor),
 ///   [`now`](Context::now) (the locality's clock);
 /// - messages: [`send`](Context::send), [`subscribe`](Context::subscribe),
 ///   [`subscribe_on`](Context::subscribe_on),
@@ -88,6 +89,8 @@ impl RequestId {
 /// - children (supervisors only): [`spawn`](Context::spawn),
 ///   [`spawn_with`](Context::spawn_with), [`spawn_on`](Context::spawn_on);
 /// - the lifecycle: [`link`](Context::link),
+///   [`link_then`](Context::link_then), [`unlink`](Context::unlink),
+///   [`watch`](Context::watch), [`unwatch`](Context::unwatch),
 ///   [`register_name`](Context::register_name),
 ///   [`discover`](Context::discover),
 ///   [`acquire_resource`](Context::acquire_resource),
@@ -107,13 +110,14 @@ impl RequestId {
 /// [`subscribe_external`](Context::subscribe_external),
 /// [`create_address`](Context::create_address),
 /// [`request_via`](Context::request_via),
-/// [`register_io`](Context::register_io), the `spawn` builders) fail with
+/// [`register_io`](Context::register_io), [`link`](Context::link),
+/// [`link_then`](Context::link_then), [`watch`](Context::watch), the
+/// `spawn` builders) fail with
 /// [`ErrorCode::ActorFinished`] (`SupervisorShuttingDown` for a spawn);
 /// [`subscribe`](Context::subscribe), [`start_timer`](Context::start_timer)
 /// and [`request`](Context::request) do nothing and return their id's
 /// `NONE` ([`SubscriptionId::NONE`], [`TimerId::NONE`],
-/// [`RequestId::NONE`]); [`link`](Context::link),
-/// [`discover`](Context::discover) and
+/// [`RequestId::NONE`]); [`discover`](Context::discover) and
 /// [`acquire_resource`](Context::acquire_resource) do nothing (each logs a
 /// warning). Sending, replying, cancelling and unsubscribing still work.
 ///
@@ -234,6 +238,12 @@ impl<'a, A: Actor> Context<'a, A> {
     /// The actor's lifecycle state.
     pub fn state(&self) -> ActorState {
         self.cell().state
+    }
+
+    /// Why the actor is shutting down: `Some` from its `shutdown_start`
+    /// on (and in `shutdown_finish`), `None` before.
+    pub fn shutdown_reason(&self) -> Option<&Error> {
+        self.cell().reason.as_ref()
     }
 
     /// The locality's clock: the latest `now` given to
@@ -440,7 +450,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if self.ignored("request") {
             return RequestId::NONE;
         }
-        let reply_to = self.address().clone();
+        let reply_to = self.address().key();
         request::send(self.core, self.me, reply_to, to, payload, timeout)
     }
 
@@ -473,7 +483,7 @@ impl<'a, A: Actor> Context<'a, A> {
         Ok(request::send(
             self.core,
             self.me,
-            reply_to.clone(),
+            reply_to.key(),
             to,
             payload,
             timeout,

@@ -11,7 +11,11 @@ use std::sync::Arc;
 /// *reasons*: they end up in shutdown reasons and responses. The codes from
 /// there on come back as `Err` from a call that was refused: mostly misuse of
 /// the API, but also outcomes of the moment (`LocalityFinished`: the other side
-/// has finished) and the operating system's errors (`Io`).
+/// has finished) and the operating system's errors (`Io`). The transport
+/// codes at the end ([`Unreachable`](ErrorCode::Unreachable) to
+/// [`Codec`](ErrorCode::Codec), used by the `nats` feature) are both: a
+/// refused call returns them, and a request across processes can end with
+/// them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorCode {
@@ -71,6 +75,15 @@ pub enum ErrorCode {
     /// supervisor elsewhere gets this as the child's reason.
     #[error("locality lost")]
     LocalityLost,
+    /// An entity set is at its cap of live entities and none of them is
+    /// idle, so a new key is refused (see `docs/entities.md`).
+    #[error("entity limit reached")]
+    EntityLimit,
+    /// A pool or an entity set cannot take the message: it is shutting
+    /// down, it has no worker left, its buffer is full, or the entity failed
+    /// its init; the context says which (and the cause, if any, why).
+    #[error("unavailable")]
+    Unavailable,
 
     /// Misuse: spawning on a supervisor that is shutting down or gone.
     #[error("supervisor is shutting down")]
@@ -116,6 +129,28 @@ pub enum ErrorCode {
     /// [`Address::send_blocking`](crate::Address::send_blocking).
     #[error("inbox full")]
     InboxFull,
+    /// Misuse: the actor is linked to that server already, or has asked to
+    /// be ([`Context::link`](crate::Context::link)).
+    #[error("already linked")]
+    AlreadyLinked,
+
+    /// Transport: the messaging server cannot be reached (refused, timed
+    /// out, TLS handshake failed); the context names the servers, the cause
+    /// says why.
+    #[error("server unreachable")]
+    Unreachable,
+    /// Transport: the server refused the credentials (or their absence).
+    #[error("unauthorized")]
+    Unauthorized,
+    /// Transport: the bounded buffer of outgoing messages is full (the
+    /// connection is down or slower than the sender): the message was refused,
+    /// not queued.
+    #[error("buffer full")]
+    BufferFull,
+    /// Transport: a message could not be encoded, or what arrived could not be
+    /// decoded as the expected type.
+    #[error("codec error")]
+    Codec,
     /// Misuse: a backend was driven outside its event loop: the tokio
     /// backend outside a tokio runtime, or on one without I/O or timers
     /// enabled; the context says which.

@@ -32,6 +32,14 @@ pub mod lifecycle {}
 #[cfg_attr(not(doctest), doc = include_str!("../docs/inspection.md"))]
 pub mod inspection {}
 
+/// Actors made on demand by key, and pools of workers (`docs/entities.md`).
+#[cfg_attr(not(doctest), doc = include_str!("../docs/entities.md"))]
+pub mod entities {}
+
+/// Addresses across processes over NATS, feature `nats` (`docs/nats.md`).
+#[cfg_attr(not(doctest), doc = include_str!("../docs/nats.md"))]
+pub mod nats {}
+
 /// How the crate is built inside (`docs/architecture.md`).
 #[cfg_attr(not(doctest), doc = include_str!("../docs/architecture.md"))]
 pub mod architecture {}

@@ -135,7 +135,8 @@ fn actor_label(core: &Core, actor: Key) -> String {
 }
 
 /// `true` if a message of type `M` shows at the current level: user messages
-/// from level 1, the framework's own (the registry's protocol) from level 2.
+/// from level 1, the framework's own (the registry's protocol, the child
+/// events of entity sets and pools) from level 2.
 pub(crate) fn shows<M: 'static>(core: &Core) -> bool {
     match core.inspect.level {
         0 => false,
@@ -156,6 +157,8 @@ fn is_framework<M: 'static>() -> bool {
         TypeId::of::<Response<Discover>>(),
         TypeId::of::<CancelRequest<Discover>>(),
         TypeId::of::<Deregister>(),
+        TypeId::of::<crate::entity::watch::ChildEvent>(),
+        TypeId::of::<crate::request::Answered>(),
     ]
     .contains(&t)
 }

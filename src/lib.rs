@@ -67,13 +67,24 @@
 //!   what happens when a child fails its init, whether children start
 //!   together, and whether the supervisor keeps a registry.
 //! - What a supervisor does when a child goes down is set on the child's
-//!   builder: [`RestartPolicy`], delay, back-off, limit, escalation.
+//!   builder: [`RestartPolicy`], delay, back-off, limit, escalation. A
+//!   supervisor hears each child's init and shutdown, with its reason, in
+//!   [`Actor::on_child_init`] and [`Actor::on_child_shutdown`].
+//! - Any actor may watch another ([`Context::watch`]): each step of its
+//!   lifecycle comes as a [`Watched`] message, on any locality or thread.
 //!
 //! **Requests.**
 //! - A [`Request`] type names its response type. [`Context::request`] sends a
 //!   [`RequestMsg<R>`](RequestMsg) to the server and arms a timer; the
 //!   requester gets exactly one [`Response<R>`](Response): the reply, the
 //!   server's error, a timeout, or a cancellation.
+//!
+//! **Actors on demand.**
+//! - An [`EntitySet`] is a supervisor with a child per key: a message sent
+//!   to the set for a key ([`Keyed`]) reaches that key's entity, made on
+//!   its first message and passivated when idle. A [`Pool`] is N identical
+//!   workers behind one address, here or on other localities, fed
+//!   round-robin or to the least loaded. `docs/entities.md` has the design.
 //!
 //! **Names.**
 //! - The [`Registry`] is an actor that maps names to addresses. A supervisor
@@ -247,6 +258,8 @@
 //!
 //! - `tokio`: `backend::tokio`, a locality as a tokio task (unix).
 //! - `calloop`: `backend::calloop`, a locality as a calloop event source (unix).
+//! - `nats`: `nats`, addresses across processes over a NATS server (the
+//!   [NATS guide](guide::nats)).
 //!
 //! The docs on docs.rs are built with every feature; `cargo doc
 //! --all-features` builds them so locally.
@@ -325,7 +338,8 @@
 //! The [`guide`] (the repository's `docs/`): [tutorial](guide::tutorial),
 //! [architecture](guide::architecture), [lifecycle](guide::lifecycle),
 //! [embedding](guide::embedding), [guarantees](guide::guarantees),
-//! [inspection](guide::inspection), [benchmarks](guide::benchmarks),
+//! [inspection](guide::inspection), [entities](guide::entities),
+//! [benchmarks](guide::benchmarks),
 //! [coming from rotor](guide::coming_from_rotor),
 //! [coming from actix or stakker](guide::coming_from_actix_or_stakker).
 //! Every file in `examples/` opens with what it shows and how to run it.
@@ -346,6 +360,7 @@ mod builder;
 mod context;
 mod dead_letter;
 pub mod embed;
+mod entity;
 mod error;
 mod future;
 pub mod guide;
@@ -354,6 +369,9 @@ mod io;
 mod lifecycle;
 mod locality;
 mod message;
+#[cfg(feature = "nats")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
+pub mod nats;
 mod plugin;
 mod queue;
 mod registry;
@@ -366,11 +384,12 @@ mod system;
 pub mod testing;
 mod timer;
 
-pub use actor::{Actor, ActorState};
+pub use actor::{Actor, ActorState, UnlinkAction};
 pub use address::Address;
 pub use builder::{Builder, Elsewhere, Here};
 pub use context::{Context, Discovery, SubscriptionId};
 pub use dead_letter::{DeadLetter, DeadLetterReason};
+pub use entity::{EntitySet, EntityStats, Keyed, Pool, PoolStats, PoolStrategy, StatsHandle};
 pub use error::{Error, ErrorCode, Result, SendError};
 pub use future::FutureId;
 pub use io::{Io, IoGuard, IoId};
@@ -378,9 +397,11 @@ pub use locality::{
     DEFAULT_BUDGET, DEFAULT_INBOX_CAPACITY, Locality, LocalityHandle, MAX_INBOX_CAPACITY,
     RESERVED_TOKENS, Stats, ViolationAction,
 };
+pub use plugin::watch::{LifecycleEvent, WatchId, Watched};
 pub use plugin::{Plugin, Vote};
 pub use registry::{Deregister, Discover, Register, Registry};
 pub use request::{CancelRequest, Request, RequestId, RequestMsg, Response};
+pub use spawn::PendingChild;
 pub use supervisor::restart::RestartPolicy;
 pub use supervisor::{InitFailurePolicy, Supervisor, SupervisorConfig};
 pub use system::{DEFAULT_SPIN, SYSTEM_WAKER, System};
@@ -397,9 +418,10 @@ pub use mio;
 /// The names most programs need: `use commutator::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Actor, ActorState, Address, CancelRequest, Context, DeadLetter, Error, ErrorCode, FutureId,
-        InitFailurePolicy, Io, IoGuard, Locality, LocalityHandle, Plugin, Request, RequestId,
-        RequestMsg, Response, RestartPolicy, SubscriptionId, Supervisor, SupervisorConfig, System,
-        TimerId, ViolationAction, Vote,
+        Actor, ActorState, Address, CancelRequest, Context, DeadLetter, EntitySet, Error,
+        ErrorCode, FutureId, InitFailurePolicy, Io, IoGuard, Keyed, LifecycleEvent, Locality,
+        LocalityHandle, Plugin, Pool, PoolStrategy, Request, RequestId, RequestMsg, Response,
+        RestartPolicy, SubscriptionId, Supervisor, SupervisorConfig, System, TimerId, UnlinkAction,
+        ViolationAction, Vote, WatchId, Watched,
     };
 }

@@ -16,6 +16,7 @@ use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
 use crate::locality::fire::TimerAction;
 use crate::locality::shared::Remote;
+use crate::plugin::watch::{self, LifecycleEvent};
 use crate::plugin::{self, Vote, external, link};
 use crate::queue::Envelope;
 use crate::supervisor::{self, ChildId};
@@ -76,8 +77,10 @@ pub(crate) enum SystemMsg {
     },
     /// Server → client: I am shutting down, unlink.
     UnlinkRequest { server: Address, client: Address },
-    /// Client → server: I have unlinked (shut down).
+    /// Client → server: I have unlinked (shut down, or let go).
     UnlinkNotify { client: Address },
+    /// Watches: asked for, removed, and their events.
+    Watch(watch::WatchMsg),
 }
 
 impl SystemMsg {
@@ -98,6 +101,7 @@ impl SystemMsg {
             SystemMsg::LinkResponse { .. } => "LinkResponse",
             SystemMsg::UnlinkRequest { .. } => "UnlinkRequest",
             SystemMsg::UnlinkNotify { .. } => "UnlinkNotify",
+            SystemMsg::Watch(msg) => msg.name(),
         }
     }
 }
@@ -122,6 +126,7 @@ impl Envelope<Core> for SysEnvelope {
             SystemMsg::ExternalUnsubscribe { remote, subscriber } => {
                 return external::on_unsubscribe(core, remote, subscriber);
             }
+            SystemMsg::Watch(msg) => return watch::deliver(core, self.dest, msg),
             other => other,
         };
         let Some(me) = core.routes.address(self.dest).map(|slot| slot.owner) else {
@@ -157,7 +162,9 @@ impl Envelope<Core> for SysEnvelope {
             SystemMsg::ExternalUnsubscribed { subscriber } => {
                 external::on_unsubscribed(core, me, &subscriber)
             }
-            SystemMsg::ExternalSubscribe { .. } | SystemMsg::ExternalUnsubscribe { .. } => {}
+            SystemMsg::ExternalSubscribe { .. }
+            | SystemMsg::ExternalUnsubscribe { .. }
+            | SystemMsg::Watch(_) => {}
             SystemMsg::LinkRequest { client, server } => link::on_request(core, me, client, server),
             SystemMsg::LinkResponse { server, result, .. } => {
                 link::on_response(core, me, server, result)
@@ -210,6 +217,11 @@ impl Remote for SysEnvelope {
                     Error::new(ErrorCode::SupervisorShutdown).with_context("supervisor is gone");
                 post(&child, SystemMsg::ShutdownRequest { reason });
             }
+            SystemMsg::Watch(msg) => {
+                if let Some((watcher, answer)) = watch::refuse(msg) {
+                    post(&watcher, answer);
+                }
+            }
             _ => {}
         }
     }
@@ -240,17 +252,18 @@ pub(crate) fn to_self(core: &mut Core, me: Key, msg: SystemMsg) {
 }
 
 /// Moves actor `me` (its `cell`) to state `to`, cancels its pending
-/// lifecycle timer and arms `timer` if given.
+/// lifecycle timer and arms `timer` if given; `true` if anyone watches it.
 fn enter(
     core: &mut Core,
     me: Key,
     to: ActorState,
     timer: Option<(std::time::Duration, TimerAction)>,
-) {
+) -> bool {
     let Some(cell) = core.actors.get_mut(me) else {
-        return;
+        return false;
     };
     set_cell_state(cell, to);
+    let watched = watch::watched(cell);
     if let Some(key) = cell
         .rare
         .as_deref_mut()
@@ -264,16 +277,7 @@ fn enter(
             cell.rare().lifecycle_timer = Some(key);
         }
     }
-}
-
-fn disarm_lifecycle_timer(core: &mut Core, me: Key) {
-    if let Some(key) = core
-        .actors
-        .get_mut(me)
-        .and_then(|c| c.rare.as_deref_mut()?.lifecycle_timer.take())
-    {
-        core.cancel_timer(key);
-    }
+    watched
 }
 
 pub(crate) fn on_init(core: &mut Core, me: Key) {
@@ -308,7 +312,9 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
         Vote::Pending => return,
         Vote::Failed(error) => return init_failed(core, me, error),
     }
-    enter(core, me, ActorState::Initialized, None);
+    if enter(core, me, ActorState::Initialized, None) {
+        watch::notify(core, me, LifecycleEvent::Initialized);
+    }
     call_hook(core, me, Hook::InitFinish);
     let Some(cell) = core.actors.get(me) else {
         return;
@@ -383,6 +389,9 @@ pub(crate) fn on_start(core: &mut Core, me: Key) {
     }
     set_cell_state(cell, ActorState::Operational);
     let supervisor = cell.supervisor.is_some();
+    if watch::watched(cell) {
+        watch::notify(core, me, LifecycleEvent::Started);
+    }
     call_hook(core, me, Hook::OnStart);
     if supervisor {
         supervisor::start_children(core, me);
@@ -454,7 +463,11 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         let after = r.config.shutdown_timeout?;
         Some((after, TimerAction::ShutdownTimeout))
     });
-    enter(core, me, ActorState::ShuttingDown, timer);
+    if enter(core, me, ActorState::ShuttingDown, timer) {
+        let reason = core.actors.get(me).and_then(|c| c.reason.clone());
+        let event = LifecycleEvent::ShuttingDown(reason.unwrap_or_else(Error::normal));
+        watch::notify(core, me, event);
+    }
     if before >= ActorState::Initializing {
         call_hook(core, me, Hook::ShutdownStart);
     }
@@ -486,7 +499,17 @@ pub(crate) fn try_shutdown(core: &mut Core, me: Key) {
 }
 
 fn finish_shutdown(core: &mut Core, me: Key) {
-    disarm_lifecycle_timer(core, me);
+    // As in rotor, `shutdown_finish` sees SHUT_DOWN.
+    if let Some(cell) = core.actors.get_mut(me) {
+        set_cell_state(cell, ActorState::ShutDown);
+        if let Some(key) = cell
+            .rare
+            .as_deref_mut()
+            .and_then(|r| r.lifecycle_timer.take())
+        {
+            core.cancel_timer(key);
+        }
+    }
     call_hook(core, me, Hook::ShutdownFinish);
     let Some(cell) = core.actors.get_mut(me) else {
         return;
@@ -513,12 +536,12 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     let Some(mut cell) = core.actors.remove(me) else {
         return;
     };
-    set_cell_state(&mut cell, ActorState::ShutDown);
     if let Some(plugins) = cell.plugins_ref() {
         link::notify_servers(core, &cell.address, plugins);
         core.io.borrow_mut().forget(plugins.io.iter().copied());
     }
     let reason = cell.reason.take().unwrap_or_else(Error::normal);
+    watch::finished(core, &mut cell, &reason);
     let actor = &cell.actor;
     let restart =
         crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false);

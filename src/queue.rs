@@ -101,6 +101,9 @@ pub(crate) struct Queue<C: 'static> {
     /// Words used between the last two times the queue was empty.
     burst: usize,
     _ctx: PhantomData<fn(&mut C)>,
+    /// The envelopes need not be `Send` or `Sync` (an `Rc` in a message, an
+    /// actor's cell in a handler's closure): neither is the queue.
+    _not_send: PhantomData<*const ()>,
 }
 
 impl<C: 'static> Default for Queue<C> {
@@ -110,6 +113,7 @@ impl<C: 'static> Default for Queue<C> {
             read: 0,
             burst: 0,
             _ctx: PhantomData,
+            _not_send: PhantomData,
         }
     }
 }

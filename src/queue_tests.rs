@@ -101,6 +101,27 @@ fn delivers_in_fifo_order_and_drops_each_envelope_once() {
     assert!(ctx.queue.is_empty());
 }
 
+/// The queue may hold envelopes that are not `Send` (an `Rc`, say), so it
+/// must not be `Send` or `Sync` itself, whatever its context type is.
+#[test]
+fn the_queue_is_neither_send_nor_sync() {
+    trait AmbiguousIfSend<A> {
+        fn some_item() {}
+    }
+    impl<T: ?Sized> AmbiguousIfSend<()> for T {}
+    impl<T: ?Sized + Send> AmbiguousIfSend<u8> for T {}
+    trait AmbiguousIfSync<A> {
+        fn some_item() {}
+    }
+    impl<T: ?Sized> AmbiguousIfSync<()> for T {}
+    impl<T: ?Sized + Sync> AmbiguousIfSync<u8> for T {}
+    struct SendCtx;
+    // These resolve only if `Queue<SendCtx>` is neither `Send` nor `Sync`
+    // (otherwise the calls are ambiguous and this does not compile).
+    <Queue<SendCtx> as AmbiguousIfSend<_>>::some_item();
+    <Queue<SendCtx> as AmbiguousIfSync<_>>::some_item();
+}
+
 #[test]
 fn zero_sized_envelopes_take_one_word_each() {
     struct Zst;

@@ -16,9 +16,11 @@ use crate::subscription::AddressInfo;
 use crate::supervisor::{SupervisorConfig, SupervisorState};
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 pub(crate) type PluginFactory<A> = Rc<dyn Fn() -> Box<dyn Plugin<A>>>;
 
@@ -27,7 +29,7 @@ pub(crate) type PluginFactory<A> = Rc<dyn Fn() -> Box<dyn Plugin<A>>>;
 pub(crate) struct Settings {
     pub(crate) name: Cow<'static, str>,
     pub(crate) config: ActorConfig,
-    pub(crate) supervisor: Option<SupervisorConfig>,
+    pub(crate) supervisor: Option<Box<SupervisorConfig>>,
     pub(crate) registry: Option<Address>,
     /// The registry was given on the builder (not inherited).
     pub(crate) explicit_registry: bool,
@@ -97,7 +99,8 @@ fn spawn_from<A: Actor>(
         })
     });
     let with_registry = supervisor.as_ref().is_some_and(|c| c.registry);
-    let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(c)));
+    let flag = supervisor.as_ref().and_then(|c| c.shutdown_flag.clone());
+    let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(*c)));
     // The actor's key first, so that its address is made with its owner.
     let Core {
         actors,
@@ -126,6 +129,9 @@ fn spawn_from<A: Actor>(
     let address = made.expect("made by add_address");
     tracing::debug!(actor = %address, "spawned");
     start_lifecycle(core, me, &address);
+    if let Some(flag) = flag {
+        crate::supervisor::flag::arm(core, me, flag);
+    }
     if with_registry {
         let registry = Builder::new(core, Some(me), Registry::default())
             .name("registry")
@@ -172,11 +178,105 @@ pub(crate) type SharedFactory<A> = Arc<Mutex<dyn FnMut() -> A + Send>>;
 /// Makes an instance on the locality that runs it.
 type MakeThere = Box<dyn FnOnce(&mut Core, ParentLink) -> Result<Address> + Send>;
 
+/// A child being made on another locality: what
+/// [`spawn_on(..).finish()`](crate::Builder::finish-1) returns. The address
+/// is a slot in that locality's routing table, which only its own thread
+/// touches, so it cannot be known before that locality has made the child;
+/// this handle resolves to it then (or to the error that kept the child
+/// from being made). `Send + Sync + Clone`.
+///
+/// An actor need not wait for it: its supervisor hears the address in
+/// [`Actor::on_child_init`] once the child has initialized. A restarted
+/// child is a new instance at a new address; the handle keeps the first.
+#[derive(Clone)]
+pub struct PendingChild {
+    inner: Arc<(Mutex<Option<Result<Address>>>, Condvar)>,
+}
+
+impl PendingChild {
+    fn new() -> PendingChild {
+        PendingChild {
+            inner: Arc::new((Mutex::new(None), Condvar::new())),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Result<Address>>> {
+        self.inner.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Resolves it (once: later calls change nothing).
+    fn resolve(&self, result: Result<Address>) {
+        let mut slot = self.lock();
+        if slot.is_none() {
+            *slot = Some(result);
+            self.inner.1.notify_all();
+        }
+    }
+
+    /// The child's address, once the other locality has made it.
+    pub fn address(&self) -> Option<Address> {
+        self.lock().as_ref()?.as_ref().ok().cloned()
+    }
+
+    /// The outcome, once known: the address, or why the child could not
+    /// be made (its locality finished, its factory panicked).
+    pub fn result(&self) -> Option<Result<Address>> {
+        self.lock().clone()
+    }
+
+    /// Blocks this thread until the outcome is known, or `timeout` has
+    /// passed (`None`). Only from a thread that does not run the other
+    /// locality (nor a locality the answer depends on): it would wait for
+    /// itself.
+    pub fn wait(&self, timeout: Duration) -> Option<Result<Address>> {
+        let slot = self.lock();
+        let (slot, _) = self
+            .inner
+            .1
+            .wait_timeout_while(slot, timeout, |s| s.is_none())
+            .unwrap_or_else(PoisonError::into_inner);
+        slot.clone()
+    }
+}
+
+impl fmt::Debug for PendingChild {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.lock() {
+            None => f.write_str("PendingChild(pending)"),
+            Some(Ok(address)) => write!(f, "PendingChild({address})"),
+            Some(Err(error)) => write!(f, "PendingChild({error})"),
+        }
+    }
+}
+
+/// Resolves a [`PendingChild`] on every path: by the spawn, by a refusal,
+/// or (the request dropped unserved) with an error.
+struct Resolver(Option<PendingChild>);
+
+impl Resolver {
+    fn resolve(&mut self, result: &Result<Address>) {
+        if let Some(pending) = self.0.take() {
+            pending.resolve(result.clone());
+        }
+    }
+}
+
+impl Drop for Resolver {
+    fn drop(&mut self) {
+        let why = "the spawn request was dropped unserved";
+        self.resolve(&Err(
+            Error::new(ErrorCode::LocalityFinished).with_context(why)
+        ));
+    }
+}
+
 /// Asks another locality to make a child of a supervisor here.
 struct SpawnRequest {
     parent: Address,
     slot: usize,
     make: MakeThere,
+    /// Told the outcome (the first instance's spawn only).
+    pending: Resolver,
     /// Keeps the locality from finishing while the request is on its way:
     /// it was asked while a handle existed, and must be served.
     _keep: LocalityHandle,
@@ -184,9 +284,10 @@ struct SpawnRequest {
 
 impl Remote for SpawnRequest {
     /// The locality closed before making the child: tell its supervisor.
-    fn refuse(self: Box<Self>) {
+    fn refuse(mut self: Box<Self>) {
         let result = Err(Error::new(ErrorCode::LocalityFinished)
             .with_context("the child's locality has finished"));
+        self.pending.resolve(&result);
         let msg = SystemMsg::ChildSpawned {
             slot: self.slot,
             result,
@@ -205,6 +306,7 @@ impl Remote for SpawnRequest {
             parent,
             slot,
             make,
+            mut pending,
             _keep,
         } = *self;
         // A child of a supervisor elsewhere keeps this locality alive (its
@@ -228,20 +330,23 @@ impl Remote for SpawnRequest {
         if result.is_err() && foreign {
             core.unanchor(None);
         }
+        pending.resolve(&result);
         core.send_system(&parent, SystemMsg::ChildSpawned { slot, result });
         drop(_keep);
     }
 }
 
 /// Posts a request to make a child (from `factory`, with `settings`) of the
-/// supervisor at `parent`, in its `slot`, on the locality of `handle`.
+/// supervisor at `parent`, in its `slot`, on the locality of `handle`; the
+/// first instance's spawn returns a handle on its outcome.
 pub(crate) fn spawn_elsewhere<A: Actor>(
     handle: &LocalityHandle,
     parent: Address,
     slot: usize,
     factory: SharedFactory<A>,
     settings: Settings,
-) -> Result<()> {
+    first: bool,
+) -> Result<Option<PendingChild>> {
     let make = move |core: &mut Core, link: ParentLink| {
         let actor = (factory.lock().unwrap_or_else(PoisonError::into_inner))();
         spawn_once(
@@ -254,14 +359,16 @@ pub(crate) fn spawn_elsewhere<A: Actor>(
             actor,
         )
     };
+    let pending = first.then(PendingChild::new);
     let request = SpawnRequest {
         parent,
         slot,
         make: Box::new(make),
+        pending: Resolver(pending.clone()),
         _keep: handle.clone(),
     };
     if handle.shared.post(Box::new(request)) {
-        Ok(())
+        Ok(pending)
     } else {
         Err(handle.shared.finished_error())
     }

@@ -5,6 +5,8 @@ use crate::address::Address;
 use crate::builder::Builder;
 use crate::error::{Error, ErrorCode, Result, SendError};
 use crate::locality::{Locality, Stats};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The waker token a `System` uses on its own poll.
@@ -46,6 +48,8 @@ pub struct System {
     poll: mio::Poll,
     events: mio::Events,
     spin: Duration,
+    /// Ends `run` when set: read at least this often (until it is).
+    shutdown_flag: Option<(Arc<AtomicBool>, Duration)>,
 }
 
 /// How long `System::run` spins for mail before it blocks, by default.
@@ -75,6 +79,7 @@ impl System {
             events: mio::Events::with_capacity(256),
             locality,
             spin: DEFAULT_SPIN,
+            shutdown_flag: None,
         })
     }
 
@@ -83,6 +88,18 @@ impl System {
     /// Spinning trades a little CPU for much lower cross-thread latency.
     pub fn set_spin(&mut self, spin: Duration) {
         self.spin = spin;
+    }
+
+    /// Ends [`run`](System::run) cleanly once `flag` is set (from another
+    /// thread, or a signal handler: see `examples/ctrl_c.rs`): every root
+    /// is then asked to shut down, normally (`shutdown flag set`), and
+    /// `run` returns when they are gone (and no [`LocalityHandle`](crate::LocalityHandle)
+    /// is left, as always). `run` reads the flag at least
+    /// every `every` (at least a millisecond). For one supervisor rather
+    /// than the whole system, see
+    /// [`SupervisorConfig::shutdown_flag`](crate::SupervisorConfig::shutdown_flag).
+    pub fn set_shutdown_flag(&mut self, flag: Arc<AtomicBool>, every: Duration) {
+        self.shutdown_flag = Some((flag, every.max(Duration::from_millis(1))));
     }
 
     /// The locality the system runs: for what `System` does not repeat
@@ -201,7 +218,17 @@ impl System {
             if self.locality.is_finished() {
                 break;
             }
-            let timeout = self.locality.poll_timeout(Instant::now());
+            let mut timeout = self.locality.poll_timeout(Instant::now());
+            if let Some((flag, every)) = &self.shutdown_flag {
+                if flag.load(Ordering::Acquire) {
+                    self.shutdown_flag = None;
+                    let reason = Error::normal().with_context("shutdown flag set");
+                    self.locality.shutdown_roots(&reason);
+                    continue;
+                }
+                let every = *every;
+                timeout = Some(timeout.map_or(every, |t| t.min(every)));
+            }
             if timeout != Some(Duration::ZERO) {
                 // Spin a little for mail from other threads before blocking:
                 // a thread that sleeps costs the sender a wake-up syscall and

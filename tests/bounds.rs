@@ -36,6 +36,13 @@ fn a_locality_handle_is_send_and_sync() {
 }
 
 #[test]
+fn a_pending_child_and_watch_events_cross_threads() {
+    assert_send_sync::<commutator::PendingChild>();
+    assert_send_sync::<commutator::Watched>();
+    assert_send_sync::<commutator::WatchId>();
+}
+
+#[test]
 fn a_locality_is_not_send() {
     // Checked at compile time by the `const` above; this names it in the report.
     <Locality as NotSend<_>>::check();

@@ -3,29 +3,12 @@
 //! id from another locality must cancel nothing. Each test runs under a
 //! deadline, so a regression fails instead of hanging.
 
+mod common;
+use common::within;
 use commutator::prelude::*;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::mpsc;
 use std::time::Duration;
-
-/// Runs `test` on a thread of its own and fails if it takes longer than `limit`.
-fn within(limit: Duration, test: impl FnOnce() + Send + 'static) {
-    let (done, finished) = mpsc::channel();
-    let thread = std::thread::spawn(move || {
-        test();
-        let _ = done.send(());
-    });
-    match finished.recv_timeout(limit) {
-        Ok(()) => thread.join().expect("the test thread"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            if let Err(panic) = thread.join() {
-                std::panic::resume_unwind(panic);
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("no end within {limit:?}: a hang"),
-    }
-}
 
 /// Re-arms a zero-delay timer from its callback, forever.
 struct Spinner {

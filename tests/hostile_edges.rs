@@ -3,33 +3,13 @@
 //! could hang runs on a thread of its own under a deadline, so a regression
 //! fails the test instead of stalling CI.
 
+mod common;
+use common::within;
 use commutator::RestartPolicy;
 use commutator::*;
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::mpsc;
-use std::thread;
 use std::time::Duration;
-
-/// Runs `test` on a thread of its own; fails if it does not end within
-/// `limit` (a hang or a blow-up fails instead of stalling the suite).
-fn within(limit: Duration, test: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    let worker = thread::spawn(move || {
-        test();
-        let _ = tx.send(());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(()) => worker.join().expect("the test thread ended"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            // The test panicked: pass its panic on.
-            if let Err(panic) = worker.join() {
-                std::panic::resume_unwind(panic);
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("the test did not end within {limit:?}"),
-    }
-}
 
 struct Idle;
 impl Actor for Idle {}
@@ -244,7 +224,7 @@ struct Client {
 }
 impl Actor for Client {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.link(&self.server);
+        ctx.link(&self.server).expect("a first link");
     }
 }
 
@@ -518,8 +498,8 @@ fn register_io_in_shutdown_finish_is_refused() {
     });
 }
 
-/// `link`, `discover` and `acquire_resource` do nothing there: no link
-/// request, no discovery leaves, no resource is counted; a spawn is refused.
+/// `link` fails there (`ActorFinished`), `discover` and `acquire_resource`
+/// do nothing: no link request, no discovery leaves, no resource is counted; a spawn is refused.
 #[test]
 fn link_discover_acquire_and_spawn_in_shutdown_finish_start_nothing() {
     within(Duration::from_secs(20), || {
@@ -527,7 +507,10 @@ fn link_discover_acquire_and_spawn_in_shutdown_finish_start_nothing() {
         let flag = found.clone();
         let finisher = Finisher::at_finish(move |me, ctx| {
             let server = me.server.clone().unwrap();
-            ctx.link(&server);
+            me.saw(format!(
+                "link {:?}",
+                ctx.link(&server).map_err(|e| e.code())
+            ));
             ctx.discover("server")
                 .then(move |_, _, _| *flag.borrow_mut() = true);
             ctx.acquire_resource(7);
@@ -545,7 +528,14 @@ fn link_discover_acquire_and_spawn_in_shutdown_finish_start_nothing() {
             );
         }
         assert!(!*found.borrow());
-        assert_eq!(seen, ["resources 0", "spawn Err(SupervisorShuttingDown)"]);
+        assert_eq!(
+            seen,
+            [
+                "link Err(ActorFinished)",
+                "resources 0",
+                "spawn Err(SupervisorShuttingDown)"
+            ]
+        );
         only_the_others_are_left(&l);
     });
 }

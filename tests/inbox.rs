@@ -476,7 +476,7 @@ struct Linker {
 impl Actor for Linker {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
         let server = self.server.clone();
-        ctx.link(&server);
+        ctx.link(&server).expect("not linked yet");
     }
 }
 

@@ -408,7 +408,7 @@ fn with_the_shutdown_child_policy_only_the_failed_child_goes() {
         "{lines:#?}"
     );
     assert!(
-        lines.contains(&"bad#3 shutdown_finish [SHUTTING_DOWN]".to_string()),
+        lines.contains(&"bad#3 shutdown_finish [SHUT_DOWN]".to_string()),
         "{lines:#?}"
     );
     assert_eq!(locality.stats().actors, 2);
@@ -440,7 +440,7 @@ fn a_failure_after_init_shuts_down_only_that_actor() {
     assert_eq!(locality.stats().actors, 2);
     let lines = log.lines();
     assert!(
-        lines.contains(&"flaky#3 shutdown_finish [SHUTTING_DOWN]".to_string()),
+        lines.contains(&"flaky#3 shutdown_finish [SHUT_DOWN]".to_string()),
         "{lines:#?}"
     );
 }
@@ -512,8 +512,8 @@ fn an_init_timeout_fails_init_on_the_manual_clock() {
             "late#2 init_finish [INITIALIZED]",
             "root#1 shutdown_start [SHUTTING_DOWN]",
             "late#2 shutdown_start [SHUTTING_DOWN]",
-            "late#2 shutdown_finish [SHUTTING_DOWN]",
-            "root#1 shutdown_finish [SHUTTING_DOWN]",
+            "late#2 shutdown_finish [SHUT_DOWN]",
+            "root#1 shutdown_finish [SHUT_DOWN]",
         ]
     );
 }

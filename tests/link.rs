@@ -3,12 +3,12 @@
 
 mod common;
 
-use common::{Clock, Log, Scripted, pos, root_on, root_on_l0};
+use common::{Boss, Clock, Log, Scripted, pos, root_on, root_on_l0};
 use commutator::*;
 
 fn linking_to(server: &Address, name: &'static str, log: &Log) -> Scripted {
     let server = server.clone();
-    Scripted::new(name, log).on_init(move |_, ctx| ctx.link(&server))
+    Scripted::new(name, log).on_init(move |_, ctx| ctx.link(&server).unwrap())
 }
 
 #[test]
@@ -188,23 +188,32 @@ fn a_link_to_a_gone_server_fails_the_clients_init() {
         .name("server")
         .finish()
         .unwrap();
+    let boss = l
+        .spawn(&root, Boss::new("boss", &log))
+        .name("boss")
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .unwrap();
     l.run_until_idle(clock.at(0));
     l.shutdown(&server).unwrap();
     l.run_until_idle(clock.at(1));
     assert_eq!(l.state_of(&server), None);
-    l.spawn(&root, linking_to(&server, "client", &log))
+    l.spawn(&boss, linking_to(&server, "client", &log))
         .name("client")
         .finish()
         .unwrap();
     l.run_until_idle(clock.at(2));
-    // The default init-failure policy shuts the supervisor down.
-    assert!(l.is_finished());
-    let reason = format!("{:#}", l.exit_reason().unwrap());
-    assert_eq!(
-        reason,
-        "child init failed (L0/root#1)\n  <- init failed (L0/client#3)\n  <- link failed (L0/server#2)\
-         \n  <- stale address (L0/server#2 is gone)"
+    let trace = log.lines();
+    assert!(
+        trace.contains(
+            &"boss child init client#4: init failed (L0/client#4)\n  <- link failed (L0/server#2)\
+              \n  <- stale address (L0/server#2 is gone)"
+                .to_string()
+        ),
+        "{trace:#?}"
     );
+    // The supervisor was operational: the client went alone (issue 15, item 5).
+    assert_eq!(l.state_of(&boss), Some(ActorState::Operational));
 }
 
 #[test]
@@ -252,7 +261,7 @@ fn a_link_made_after_init_also_makes_the_server_outlive_the_client() {
         .finish()
         .unwrap();
     let s = server.clone();
-    let client = Scripted::new("client", &log).on_start(move |_, ctx| ctx.link(&s));
+    let client = Scripted::new("client", &log).on_start(move |_, ctx| ctx.link(&s).unwrap());
     let client = l.spawn(&root, client).name("client").finish().unwrap();
     l.run_until_idle(clock.at(0));
     l.shutdown(&server).unwrap();
@@ -273,7 +282,7 @@ fn an_actor_cannot_link_to_itself() {
     let (mut l, root) = root_on_l0();
     let narcissus = Scripted::new("narcissus", &log).on_init(|_, ctx| {
         let me = ctx.address().clone();
-        ctx.link(&me);
+        ctx.link(&me).unwrap(); // refused later, as a link the server refuses
     });
     l.spawn(&root, narcissus)
         .name("narcissus")

@@ -129,10 +129,10 @@ fn a_supervisor_shuts_its_leaves_down_in_the_dispatch_step_of_its_own_request() 
         [
             "root#1 shutdown_start [SHUTTING_DOWN]",
             "a#2 shutdown_start [SHUTTING_DOWN]",
-            "a#2 shutdown_finish [SHUTTING_DOWN]",
+            "a#2 shutdown_finish [SHUT_DOWN]",
             "b#3 shutdown_start [SHUTTING_DOWN]",
-            "b#3 shutdown_finish [SHUTTING_DOWN]",
-            "root#1 shutdown_finish [SHUTTING_DOWN]",
+            "b#3 shutdown_finish [SHUT_DOWN]",
+            "root#1 shutdown_finish [SHUT_DOWN]",
         ]
     );
 }
@@ -188,9 +188,9 @@ fn a_message_queued_for_a_leaf_reaches_it_before_it_is_asked_to_shut_down() {
             "a#2 ping [OPERATIONAL]",
             "b#3 ping [OPERATIONAL]",
             "a#2 shutdown_start [SHUTTING_DOWN]",
-            "a#2 shutdown_finish [SHUTTING_DOWN]",
+            "a#2 shutdown_finish [SHUT_DOWN]",
             "b#3 shutdown_start [SHUTTING_DOWN]",
-            "b#3 shutdown_finish [SHUTTING_DOWN]",
+            "b#3 shutdown_finish [SHUT_DOWN]",
         ]
     );
 }
@@ -215,9 +215,9 @@ fn a_leafs_last_message_to_its_supervisor_arrives_before_the_supervisor_finishes
         [
             "root#1 shutdown_start [SHUTTING_DOWN]",
             "leaf#2 shutdown_start [SHUTTING_DOWN]",
-            "leaf#2 shutdown_finish [SHUTTING_DOWN]",
+            "leaf#2 shutdown_finish [SHUT_DOWN]",
             "root#1 last word [SHUTTING_DOWN]",
-            "root#1 shutdown_finish [SHUTTING_DOWN]",
+            "root#1 shutdown_finish [SHUT_DOWN]",
         ]
     );
 }

@@ -341,7 +341,7 @@ fn a_supervisor_cannot_link_to_its_own_child() {
     impl Actor for Sup {
         fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
             let c = ctx.spawn(Good).finish().unwrap();
-            ctx.link(&c);
+            ctx.link(&c).unwrap();
             self.child = Some(c);
         }
     }

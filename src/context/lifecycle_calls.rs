@@ -13,16 +13,82 @@ use std::fmt;
 impl<'a, A: Actor> Context<'a, A> {
     /// Links this actor (the client) to the actor at `server`, which will then
     /// outlive it: when the server shuts down, it first asks this actor to
-    /// unlink (to shut down, with reason `UnlinkRequested`) and waits for it.
+    /// unlink, and waits. What the client does then is its
+    /// [`Actor::on_unlink`]'s answer: by default it shuts down, with reason
+    /// `UnlinkRequested`.
     ///
     /// During init, init waits for the server's confirmation; a refused or
     /// failed link fails init (`LinkFailed`). Afterwards, it shuts the actor
-    /// down. In `shutdown_finish` it does nothing.
-    pub fn link(&mut self, server: &Address) {
-        if self.ignored("link") {
-            return;
+    /// down. To handle a failure instead, use [`link_then`](Context::link_then).
+    ///
+    /// Errors (at once; nothing is asked): [`ErrorCode::AlreadyLinked`](crate::ErrorCode::AlreadyLinked) if
+    /// this actor is linked to `server` or asked already;
+    /// [`ErrorCode::ActorFinished`](crate::ErrorCode::ActorFinished) in `shutdown_finish`.
+    pub fn link(&mut self, server: &Address) -> Result<()> {
+        if let Some(error) = self.finished("link") {
+            return Err(error);
         }
-        crate::plugin::link::request(self.core, self.me, server);
+        crate::plugin::link::request(self.core, self.me, server, None)
+    }
+
+    /// Like [`link`](Context::link), and `done` hears the answer: the
+    /// server's address once linked, or the error (`LinkFailed`, with the
+    /// cause: a gone server, one shutting down, one this actor may not
+    /// link to). A failure is then only `done`'s to handle: the actor is not
+    /// failed for it (`done` may call [`fail`](Context::fail)). During init,
+    /// init waits until `done` has run.
+    pub fn link_then<F>(&mut self, server: &Address, done: F) -> Result<()>
+    where
+        F: FnOnce(&mut A, Result<&Address, &Error>, &mut Context<'_, A>) + 'static,
+    {
+        if let Some(error) = self.finished("link_then") {
+            return Err(error);
+        }
+        let done = move |core: &mut crate::locality::Core, me, result: Result<&Address, &Error>| {
+            crate::actor::with_actor::<A>(core, me, |a, ctx| done(a, result, ctx))
+        };
+        crate::plugin::link::request(self.core, self.me, server, Some(Box::new(done)))
+    }
+
+    /// Unlinks this actor from `server` without shutting down: the server
+    /// no longer waits for it (the answer to a deferred unlink, see
+    /// [`UnlinkAction::Defer`](crate::UnlinkAction::Defer)).
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`](crate::ErrorCode::InvalidArgument) if this actor is not linked to
+    /// `server` (or its link is not confirmed yet).
+    pub fn unlink(&mut self, server: &Address) -> Result<()> {
+        crate::plugin::link::unlink(self.core, self.me, server)
+    }
+
+    /// Watches the actor at `address` (on this locality or any other):
+    /// each step of its lifecycle from now on comes to this actor's main
+    /// address as a [`Watched`](crate::Watched) message (subscribe to it):
+    /// [`Initialized`](crate::LifecycleEvent::Initialized),
+    /// [`Started`](crate::LifecycleEvent::Started),
+    /// [`ShuttingDown`](crate::LifecycleEvent::ShuttingDown) and
+    /// [`ShutDown`](crate::LifecycleEvent::ShutDown) with its reason, the
+    /// last. An address that is gone already (or that no actor owns)
+    /// answers at once with [`Gone`](crate::LifecycleEvent::Gone). Events
+    /// keep their order with the messages the actor sends this one. The
+    /// watch ends with its last event, [`unwatch`](Context::unwatch), or
+    /// this actor's end.
+    ///
+    /// Errors: [`ErrorCode::InvalidArgument`](crate::ErrorCode::InvalidArgument)
+    /// for an address of this actor;
+    /// [`ErrorCode::ActorFinished`](crate::ErrorCode::ActorFinished) in
+    /// `shutdown_finish`.
+    pub fn watch(&mut self, address: &Address) -> Result<crate::WatchId> {
+        if let Some(error) = self.finished("watch") {
+            return Err(error);
+        }
+        crate::plugin::watch::watch(self.core, self.me, address)
+    }
+
+    /// Ends a watch: no event of it is delivered from now on, not even one
+    /// already on its way. `false` if this actor has no such watch (never
+    /// had, or it ended with its last event).
+    pub fn unwatch(&mut self, id: crate::WatchId) -> bool {
+        crate::plugin::watch::unwatch(self.core, self.me, id)
     }
 
     /// Registers this actor's main address under `name` in its registry (see
@@ -56,6 +122,7 @@ impl<'a, A: Actor> Context<'a, A> {
             name: name.into(),
             wait: false,
             link: false,
+            failed: None,
         }
     }
 
@@ -201,6 +268,7 @@ pub struct Discovery<'c, 'a, A: Actor> {
     name: String,
     wait: bool,
     link: bool,
+    failed: Option<crate::plugin::registry::Failed<A>>,
 }
 
 impl<A: Actor> fmt::Debug for Discovery<'_, '_, A> {
@@ -209,6 +277,7 @@ impl<A: Actor> fmt::Debug for Discovery<'_, '_, A> {
             .field("name", &self.name)
             .field("wait", &self.wait)
             .field("link", &self.link)
+            .field("on_error", &self.failed.is_some())
             .finish()
     }
 }
@@ -226,9 +295,25 @@ impl<A: Actor> Discovery<'_, '_, A> {
         self
     }
 
+    /// Hands a failure to `failed` instead of failing the actor: the
+    /// registry's error (`UnknownService`: no such name, no registry, or
+    /// the registry shut down while waiting; `RequestTimeout` past the
+    /// actor's init timeout), or with [`link`](Discovery::link) the link's
+    /// (`AlreadyLinked`, `LinkFailed`). `failed` runs at most once, and
+    /// then `then`'s callback does not (or ran before the link failed).
+    /// During init, init waits until it has run.
+    pub fn on_error<F>(mut self, failed: F) -> Self
+    where
+        F: FnOnce(&mut A, &Error, &mut Context<'_, A>) + 'static,
+    {
+        self.failed = Some(Box::new(failed));
+        self
+    }
+
     /// Sends the discovery; `found` gets the address when it comes. On a
     /// failure `found` is not called: the actor's init fails (or, after
-    /// init, the actor shuts down) with the registry's error.
+    /// init, the actor shuts down) with the registry's error, unless
+    /// [`on_error`](Discovery::on_error) takes it.
     pub fn then<F>(self, found: F)
     where
         F: FnOnce(&mut A, &Address, &mut Context<'_, A>) + 'static,
@@ -236,6 +321,13 @@ impl<A: Actor> Discovery<'_, '_, A> {
         if self.ctx.ignored("discover") {
             return;
         }
-        crate::plugin::registry::discover(self.ctx, self.name, self.wait, self.link, found);
+        crate::plugin::registry::discover(
+            self.ctx,
+            self.name,
+            self.wait,
+            self.link,
+            found,
+            self.failed,
+        );
     }
 }

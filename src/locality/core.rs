@@ -42,6 +42,9 @@ pub(crate) struct Core {
     pub(crate) next: crate::subscription::Next,
     /// The dead-letter address, once asked for.
     pub(crate) dead_letters: Option<Key>,
+    /// Set by a default supervisor hook (`Actor::on_child_init`, ...): it
+    /// need not be called again.
+    pub(crate) default_hook: bool,
     /// The locality's id (as in `shared`), kept here: one load less per send.
     id: u32,
     pub(crate) io: SharedIo,
@@ -96,6 +99,7 @@ impl Core {
             running: Key::NONE,
             next: crate::subscription::Next::Done,
             dead_letters: None,
+            default_hook: false,
             timers: Timers::default(),
             timer_seq: 0,
             stats: Stats::default(),
@@ -219,6 +223,26 @@ impl Core {
         }
         self.outbox(to).push(reply);
         true
+    }
+
+    /// Sends framework traffic that must keep its order with the user
+    /// messages this locality sends to `to` (a watched actor's lifecycle
+    /// events): queued here, or through the outbox of `to`'s locality, as a
+    /// reply is; `false` if that locality has finished.
+    pub(crate) fn send_system_in_order(&mut self, to: &Address, msg: lifecycle::SystemMsg) -> bool {
+        let envelope = lifecycle::SysEnvelope {
+            dest: to.key(),
+            msg,
+        };
+        if to.locality_id() == self.id() {
+            self.queue.push(envelope);
+            true
+        } else if self.post_reply(to, Box::new(envelope)) {
+            true
+        } else {
+            self.stats.dropped_closed += 1;
+            false
+        }
     }
 
     fn outbox(&mut self, to: &Address) -> &mut Outbox {
@@ -405,6 +429,7 @@ impl Core {
                     ));
                 }
             }
+            crate::plugin::watch::abandon(self.id(), cell, error, &mut notes);
             for server in cell.plugins_ref().into_iter().flat_map(|p| &p.servers) {
                 if server.locality_id() != self.id() {
                     notes.push((

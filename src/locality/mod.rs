@@ -5,6 +5,8 @@ mod core;
 mod direct_tests;
 mod embed;
 pub(crate) mod fire;
+mod poll_claim;
+use self::poll_claim::PollClaim;
 mod handle;
 mod inbox;
 pub(crate) mod shared;
@@ -22,7 +24,6 @@ use crate::builder::{Builder, Parent};
 use crate::error::{Error, ErrorCode, Result, SendError};
 use crate::inspect::Sink;
 use crate::lifecycle;
-use embed::PollClaim;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -462,6 +463,22 @@ impl Locality {
         let actor = self.local_actor(address)?;
         lifecycle::request_own_shutdown(&mut self.core, actor, Error::normal());
         Ok(())
+    }
+
+    /// Asks every root to shut down, with `reason` (`System`'s shutdown flag).
+    pub(crate) fn shutdown_roots(&mut self, reason: &Error) {
+        let roots: Vec<Address> = self
+            .core
+            .actors
+            .values()
+            .filter(|c| c.parent.is_none())
+            .map(|c| c.address.clone())
+            .collect();
+        for root in roots {
+            if let Ok(actor) = self.local_actor(&root) {
+                lifecycle::request_own_shutdown(&mut self.core, actor, reason.clone());
+            }
+        }
     }
 
     /// The locality's dead-letter address (made on first call): subscribe

@@ -7,7 +7,7 @@
 //! `UnlinkNotify`, which a client sends when it has shut down. Everything is
 //! a message to an address, so links work across supervisors and localities.
 
-use crate::actor::ActorState;
+use crate::actor::{ActorState, Notice, UnlinkAction, notify};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -15,33 +15,73 @@ use crate::lifecycle::{self, SystemMsg};
 use crate::locality::Core;
 use crate::plugin::{PluginState, Vote};
 
-/// Client side: asks `server` for a link.
-pub(crate) fn request(core: &mut Core, me: Key, server: &Address) {
+/// What a client does with its link's answer, if it asked to be told
+/// ([`Context::link_then`](crate::Context::link_then)): erased over the
+/// actor's type.
+pub(crate) type Done = Box<dyn FnOnce(&mut Core, Key, Result<&Address, &Error>)>;
+
+/// A link asked for and not yet answered.
+pub(crate) struct Pending {
+    server: Address,
+    done: Option<Done>,
+}
+
+/// Client side: asks `server` for a link; `done` hears the answer (else a
+/// failure fails the actor). The answer always comes later, as a message,
+/// so `done` never runs inside the caller's code.
+///
+/// Errors: `AlreadyLinked` if `me` is linked, or asking, already.
+pub(crate) fn request(
+    core: &mut Core,
+    me: Key,
+    server: &Address,
+    done: Option<Done>,
+) -> Result<(), Error> {
+    if let Some(error) = already_linked(core, me, server) {
+        return Err(error);
+    }
     let refused = outlived_by(core, me, server);
     let Some(cell) = core.actors.get_mut(me) else {
-        return;
+        return Ok(());
     };
     let client = cell.address.clone();
-    cell.plugins().links_pending += 1;
-    if let Some(why) = refused {
-        return answered(
-            core,
-            me,
-            server,
-            Err(Error::new(ErrorCode::InvalidArgument).with_context(why)),
-        );
-    }
-    if !core.send_system(
-        server,
-        SystemMsg::LinkRequest {
-            client,
-            server: server.clone(),
-        },
-    ) {
-        let error =
-            Error::new(ErrorCode::LinkFailed).with_context(format!("{server}: locality finished"));
-        answered(core, me, server, Err(error));
-    }
+    cell.plugins().links_pending.push(Pending {
+        server: server.clone(),
+        done,
+    });
+    let result = match refused {
+        Some(why) => Err(Error::new(ErrorCode::InvalidArgument).with_context(why)),
+        None => {
+            let msg = SystemMsg::LinkRequest {
+                client: client.clone(),
+                server: server.clone(),
+            };
+            if core.send_system(server, msg) {
+                return Ok(());
+            }
+            let why = format!("{server}: locality finished");
+            Err(Error::new(ErrorCode::LinkFailed).with_context(why))
+        }
+    };
+    // Refused here: answered as the server would, by a message.
+    let answer = SystemMsg::LinkResponse {
+        server: server.clone(),
+        client: client.clone(),
+        result,
+    };
+    core.send_system(&client, answer);
+    Ok(())
+}
+
+/// `AlreadyLinked` if `me` is linked to `server`, or has asked to be.
+pub(crate) fn already_linked(core: &Core, me: Key, server: &Address) -> Option<Error> {
+    let cell = core.actors.get(me)?;
+    let plugins = cell.plugins_ref()?;
+    let asked = plugins.links_pending.iter().any(|p| &p.server == server);
+    (asked || plugins.servers.contains(server)).then(|| {
+        let why = format!("{} to {server}", cell.address);
+        Error::new(ErrorCode::AlreadyLinked).with_context(why)
+    })
 }
 
 /// Why `me` may not link to `server`: a server outlives its clients, but an
@@ -91,29 +131,65 @@ pub(crate) fn on_request(core: &mut Core, me: Key, client: Address, server: Addr
 
 /// Client side: the server answered.
 pub(crate) fn on_response(core: &mut Core, me: Key, server: Address, result: Result<(), Error>) {
-    answered(core, me, &server, result);
-}
-
-fn answered(core: &mut Core, me: Key, server: &Address, result: Result<(), Error>) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
     let state = cell.state;
+    let client = cell.address.clone();
     let plugins = cell.plugins();
-    plugins.links_pending = plugins.links_pending.saturating_sub(1);
-    match result {
-        Ok(()) => plugins.servers.push(server.clone()),
-        Err(error) => {
-            // During init, the init fails; afterwards, the actor is shut down.
-            let error = Error::new(ErrorCode::LinkFailed)
-                .with_context(server.to_string())
-                .caused_by(error);
-            return lifecycle::fail(core, me, error);
+    let Some(at) = plugins
+        .links_pending
+        .iter()
+        .position(|p| p.server == server)
+    else {
+        // Not asked for (any more): undo a link made.
+        if result.is_ok() {
+            core.send_system(&server, SystemMsg::UnlinkNotify { client });
         }
+        return;
+    };
+    let pending = plugins.links_pending.remove(at);
+    let result = match result {
+        Ok(()) => {
+            plugins.servers.push(server.clone());
+            Ok(())
+        }
+        Err(error) => Err(Error::new(ErrorCode::LinkFailed)
+            .with_context(server.to_string())
+            .caused_by(error)),
+    };
+    match (pending.done, result) {
+        (Some(done), result) => done(core, me, result.as_ref().map(|()| &server)),
+        // During init, the init fails; afterwards, the actor is shut down.
+        (None, Err(error)) => return lifecycle::fail(core, me, error),
+        (None, Ok(())) => {}
     }
     if state == ActorState::Initializing {
         lifecycle::to_self(core, me, SystemMsg::Poll);
     }
+}
+
+/// Client side: unlinks from `server` (which then no longer waits for
+/// this client). Errors: `InvalidArgument` if not linked to it.
+pub(crate) fn unlink(core: &mut Core, me: Key, server: &Address) -> Result<(), Error> {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return Ok(());
+    };
+    let client = cell.address.clone();
+    let servers = cell.plugins_mut().map(|p| &mut p.servers);
+    let Some(servers) = servers.filter(|s| s.contains(server)) else {
+        let asked = cell
+            .plugins_ref()
+            .is_some_and(|p| p.links_pending.iter().any(|l| &l.server == server));
+        let why = match asked {
+            true => format!("{client}: the link to {server} is not confirmed yet"),
+            false => format!("{client} is not linked to {server}"),
+        };
+        return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+    };
+    servers.retain(|s| s != server);
+    core.send_system(server, SystemMsg::UnlinkNotify { client });
+    Ok(())
 }
 
 /// Server side, at shutdown start: ask every linked client to unlink.
@@ -137,10 +213,29 @@ pub(crate) fn unlink_clients(core: &mut Core, me: Key) {
     }
 }
 
-/// Client side: the server asks to unlink; the client shuts down.
+/// Client side: the server asks to unlink; the client's `on_unlink`
+/// decides: shut down (the default), unlink and carry on, or later.
 pub(crate) fn on_unlink_request(core: &mut Core, me: Key, server: Address) {
-    let error = Error::new(ErrorCode::UnlinkRequested).with_context(server.to_string());
-    lifecycle::request_own_shutdown(core, me, error);
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
+    let linked = cell
+        .plugins_ref()
+        .is_some_and(|p| p.servers.contains(&server));
+    // Leaving already: its servers hear of it when it is gone.
+    if !linked || cell.state >= ActorState::ShuttingDown {
+        return;
+    }
+    match notify(core, me, Notice::Unlink(&server)).unwrap_or_default() {
+        UnlinkAction::Shutdown => {
+            let error = Error::new(ErrorCode::UnlinkRequested).with_context(server.to_string());
+            lifecycle::request_own_shutdown(core, me, error);
+        }
+        UnlinkAction::Release => {
+            let _ = unlink(core, me, &server);
+        }
+        UnlinkAction::Defer => {}
+    }
 }
 
 /// Client side, when shut down: tell every server.
@@ -201,7 +296,7 @@ pub(crate) fn undeliverable(core: &mut Core, msg: SystemMsg) {
 
 /// Link client's init vote.
 pub(crate) fn init_vote(plugins: &PluginState) -> Vote {
-    if plugins.links_pending > 0 {
+    if !plugins.links_pending.is_empty() {
         Vote::Pending
     } else {
         Vote::Ready

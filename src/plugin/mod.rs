@@ -24,6 +24,7 @@ pub(crate) mod external;
 pub(crate) mod link;
 pub(crate) mod registry;
 pub(crate) mod resources;
+pub(crate) mod watch;
 
 use crate::actor::{Actor, Phase, with_object};
 use crate::address::Address;
@@ -122,7 +123,7 @@ pub(crate) struct PluginState {
     /// Registry client: names this actor registered.
     pub(crate) names: SmallVec<[String; 1]>,
     /// Link client: links requested and not yet answered.
-    pub(crate) links_pending: u32,
+    pub(crate) links_pending: SmallVec<[link::Pending; 1]>,
     /// Link client: servers that confirmed a link.
     pub(crate) servers: SmallVec<[Address; 1]>,
     /// Link server: clients linked to this actor.
@@ -131,6 +132,10 @@ pub(crate) struct PluginState {
     pub(crate) externals: Vec<external::External>,
     /// I/O sources this actor registered (their events stop when it is gone).
     pub(crate) io: SmallVec<[Key; 1]>,
+    /// Watches this actor made: their ids and the addresses watched.
+    pub(crate) watching: Vec<(u64, Address)>,
+    /// Who watches this actor.
+    pub(crate) watchers: Vec<watch::Watcher>,
     /// Resources: held counts by kind.
     pub(crate) resources: SmallVec<[(u32, u32); 2]>,
 }

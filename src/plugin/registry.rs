@@ -42,41 +42,73 @@ pub(crate) fn register<A: Actor>(ctx: &mut Context<'_, A>, name: Cow<'static, st
     ask(
         ctx,
         payload,
+        false,
         |_: &mut A, _: Result<&(), &Error>, _: &mut Context<'_, A>| {},
     );
 }
 
-/// Discovers `name`; on success calls `then` and, if asked, links to the address.
+/// What a discovery does on a failure, if asked ([`Discovery::on_error`](crate::Discovery::on_error)).
+pub(crate) type Failed<A> = Box<dyn FnOnce(&mut A, &Error, &mut Context<'_, A>)>;
+
+/// Discovers `name`; on success calls `then` and, if asked, links to the
+/// address. A failure (of the discovery, or of the link) goes to `failed`
+/// if given, else it fails the actor.
 pub(crate) fn discover<A, F>(
     ctx: &mut Context<'_, A>,
     name: String,
     wait: bool,
     link: bool,
     then: F,
+    failed: Option<Failed<A>>,
 ) where
     A: Actor,
     F: FnOnce(&mut A, &Address, &mut Context<'_, A>) + 'static,
 {
+    let handled = failed.is_some();
     let then = RefCell::new(Some(then));
+    let failed = RefCell::new(failed);
     let payload = Discover { name, wait };
-    ask(
-        ctx,
-        payload,
-        move |actor: &mut A, result: Result<&Address, &Error>, ctx: &mut Context<'_, A>| {
-            if let Ok(address) = result {
-                if let Some(then) = then.borrow_mut().take() {
-                    then(actor, address, ctx);
+    let done = move |actor: &mut A, result: Result<&Address, &Error>, ctx: &mut Context<'_, A>| {
+        let address = match result {
+            Ok(address) => address,
+            Err(error) => {
+                if let Some(failed) = failed.borrow_mut().take() {
+                    failed(actor, error, ctx);
                 }
-                if link {
-                    crate::plugin::link::request(ctx.core, ctx.me, address);
-                }
+                return;
             }
-        },
-    );
+        };
+        if let Some(then) = then.borrow_mut().take() {
+            then(actor, address, ctx);
+        }
+        if !link {
+            return;
+        }
+        let failed = failed.borrow_mut().take();
+        if let Some(error) = crate::plugin::link::already_linked(ctx.core, ctx.me, address) {
+            return match failed {
+                Some(failed) => failed(actor, &error, ctx),
+                None => lifecycle::fail(ctx.core, ctx.me, error),
+            };
+        }
+        let on_link = failed.map(|failed| {
+            Box::new(
+                move |core: &mut Core, me: Key, result: Result<&Address, &Error>| {
+                    if let Err(error) = result {
+                        crate::actor::with_actor::<A>(core, me, |a, ctx| failed(a, error, ctx));
+                    }
+                },
+            ) as crate::plugin::link::Done
+        });
+        let _ = crate::plugin::link::request(ctx.core, ctx.me, address, on_link);
+    };
+    ask(ctx, payload, handled, done);
 }
 
-/// Sends `payload` to the registry; the answer goes to `done`, then counts in the vote.
-fn ask<A, R, F>(ctx: &mut Context<'_, A>, payload: R, done: F)
+/// Sends `payload` to the registry; the answer goes to `done`, then counts
+/// in the vote. A failure then fails the actor, unless `handled` (`done`
+/// took care of it).
+fn ask<A, R, F>(ctx: &mut Context<'_, A>, payload: R, handled: bool, done: F)
 where
     A: Actor,
     R: Request,
@@ -89,7 +121,20 @@ where
     let Some(registry) = cell.registry.clone() else {
         let error = Error::new(ErrorCode::UnknownService)
             .with_context("no registry: build a supervisor `with_registry()`");
-        return lifecycle::fail(ctx.core, me, error);
+        if !handled {
+            return lifecycle::fail(ctx.core, me, error);
+        }
+        // Told later, outside the caller's code (init waits for it).
+        cell.plugins().registry_pending += 1;
+        ctx.start_timer(Duration::ZERO, move |actor, ctx, _| {
+            if let Some(cell) = ctx.core.actors.get_mut(ctx.me) {
+                let plugins = cell.plugins();
+                plugins.registry_pending = plugins.registry_pending.saturating_sub(1);
+            }
+            done(actor, Err(&error), ctx);
+            lifecycle::to_self(ctx.core, ctx.me, lifecycle::SystemMsg::Poll);
+        });
+        return;
     };
     let timeout = cell.config().init_timeout.unwrap_or(NO_TIMEOUT);
     cell.plugins().registry_pending += 1;
@@ -105,8 +150,8 @@ where
         }
         done(actor, r.result(), ctx);
         match r.result() {
-            Ok(_) => lifecycle::to_self(ctx.core, ctx.me, lifecycle::SystemMsg::Poll),
-            Err(error) => lifecycle::fail(ctx.core, ctx.me, error.clone()),
+            Err(error) if !handled => lifecycle::fail(ctx.core, ctx.me, error.clone()),
+            _ => lifecycle::to_self(ctx.core, ctx.me, lifecycle::SystemMsg::Poll),
         }
     };
     if ctx.subscribe_on(&reply_to, on_answer).is_ok() {

@@ -56,17 +56,20 @@ enum Server {
 }
 
 /// Sends a request from actor `me`, replies going to `reply_to` (one of
-/// `me`'s addresses).
+/// `me`'s addresses, a key of this locality).
 pub(crate) fn send<R: Request>(
     core: &mut Core,
     me: Key,
-    reply_to: Address,
+    reply_to: Key,
     to: &Address,
     payload: R,
     timeout: Duration,
 ) -> RequestId {
     let due = core.due(timeout);
-    let payload = core.payloads.take(payload);
+    let Some(reply_address) = core.routes.address(reply_to).map(|a| &a.address) else {
+        return RequestId::NONE; // not reachable: the caller checked the address
+    };
+    let payload = core.payloads.take(payload, reply_address);
     let server = if to.locality_id() == core.id() {
         Server::Here(to.key())
     } else {
@@ -77,7 +80,7 @@ pub(crate) fn send<R: Request>(
         return RequestId::NONE;
     };
     let pending = PendingRequest {
-        reply_to: reply_to.key(),
+        reply_to,
         server,
         payload: payload.clone(),
         settle: settle::<R>,
@@ -93,8 +96,8 @@ pub(crate) fn send<R: Request>(
         me,
         RequestMsg {
             id,
-            reply_to,
             payload,
+            watcher: None,
         },
     );
     id
@@ -107,12 +110,15 @@ pub(crate) fn reply<R: Request>(
     request: &RequestMsg<R>,
     result: Result<R::Response, Error>,
 ) {
+    if let Some(watcher) = &request.watcher {
+        core.send(watcher, me, super::Answered(request.id));
+    }
     let response = Response {
         id: request.id,
         request: request.payload.clone(),
         result,
     };
-    let to = &request.reply_to;
+    let to = &request.payload.reply_to;
     if to.locality_id() == core.id() {
         core.enqueue(ReplyEnvelope {
             dest: to.key(),
@@ -280,23 +286,28 @@ pub(crate) struct Payloads {
 const SPARE: usize = 32;
 
 impl Payloads {
-    /// A payload holding `value`: a spare allocation if there is one.
-    fn take<R: Request>(&mut self, value: R) -> Arc<Payload<R>> {
+    /// A payload holding `value`, replies going to `reply_to`: a spare
+    /// allocation if there is one (its reply address is kept when it is the
+    /// same, the common case: no `Address` clone).
+    fn take<R: Request>(&mut self, value: R, reply_to: &Address) -> Arc<Payload<R>> {
         let spare = self
             .by_type
             .get_mut(&TypeId::of::<R>())
             .and_then(|pool| pool.downcast_mut::<Vec<Arc<Payload<R>>>>())
             .and_then(Vec::pop);
-        match spare {
-            Some(mut arc) => match Arc::get_mut(&mut arc) {
-                Some(payload) => {
-                    payload.value = Some(value);
-                    arc
-                }
-                None => Arc::new(Payload { value: Some(value) }),
-            },
-            None => Arc::new(Payload { value: Some(value) }),
+        if let Some(mut arc) = spare
+            && let Some(payload) = Arc::get_mut(&mut arc)
+        {
+            payload.value = Some(value);
+            if payload.reply_to != *reply_to {
+                payload.reply_to = reply_to.clone();
+            }
+            return arc;
         }
+        Arc::new(Payload {
+            value: Some(value),
+            reply_to: reply_to.clone(),
+        })
     }
 
     /// Takes back a payload after its response was delivered: if nobody else

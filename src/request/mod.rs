@@ -133,6 +133,10 @@ impl fmt::Display for RequestId {
 /// `RequestMsg` or a `Response` holds it).
 pub(crate) struct Payload<R> {
     pub(crate) value: Option<R>,
+    /// Where the reply goes: kept in the payload's allocation, so a request
+    /// clones no `Address` (a pooled allocation keeps it for the next
+    /// request from the same address).
+    pub(crate) reply_to: Address,
 }
 
 impl<R> Payload<R> {
@@ -151,23 +155,33 @@ impl<R> Payload<R> {
 /// counts, and only if it comes before the requester's timeout.
 pub struct RequestMsg<R: Request> {
     pub(crate) id: RequestId,
-    pub(crate) reply_to: Address,
     pub(crate) payload: Arc<Payload<R>>,
+    /// Who forwarded the request and wants to hear when it is answered (a
+    /// pool): told with an `Answered` by each reply.
+    pub(crate) watcher: Option<Address>,
 }
 
 impl<R: Request> Clone for RequestMsg<R> {
     fn clone(&self) -> Self {
         RequestMsg {
             id: self.id,
-            reply_to: self.reply_to.clone(),
             payload: self.payload.clone(),
+            watcher: self.watcher.clone(),
         }
     }
 }
 
+/// Sent to a forwarded request's watcher when a server replies to it.
+#[derive(Debug)]
+pub(crate) struct Answered(pub(crate) RequestId);
+
 impl<R: Request> fmt::Debug for RequestMsg<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RequestMsg({}, reply to {})", self.id, self.reply_to)
+        write!(
+            f,
+            "RequestMsg({}, reply to {})",
+            self.id, self.payload.reply_to
+        )
     }
 }
 
@@ -182,7 +196,7 @@ impl<R: Request> RequestMsg<R> {
     }
     /// Where the reply goes.
     pub fn reply_to(&self) -> &Address {
-        &self.reply_to
+        &self.payload.reply_to
     }
 }
 

@@ -24,13 +24,15 @@
 //! call never runs the code of an actor whose hook or handler is running
 //! (its cell is borrowed): then the message goes as before.
 
-use crate::actor::{ActorCell, ActorState, ParentLink};
+use crate::actor::{ActorCell, ActorState, Notice, ParentLink};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::Error;
 use crate::lifecycle;
 use crate::locality::Core;
-use crate::supervisor::{ChildId, ChildState, restart, start_children};
+use crate::supervisor::{
+    ChildId, ChildRecord, ChildState, HOOK_INIT, hear, restart, start_children,
+};
 use std::sync::Arc;
 
 /// The actor that owns `address`, if it lives here.
@@ -64,25 +66,50 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
     let Some(sup_key) = local_owner(core, &parent.address) else {
         return false;
     };
-    let Some(sup_cell) = core.actors.get_mut(sup_key) else {
+    let is_mine = |r: &&mut ChildRecord| {
+        r.state == ChildState::Initializing
+            && r.address
+                .as_ref()
+                .is_some_and(|a| std::ptr::eq(Arc::as_ptr(&a.0), mine))
+    };
+    let Some(mut sup_cell) = core.actors.get_mut(sup_key) else {
         return false;
     };
     if sup_cell.state != ActorState::Operational {
         return false;
     }
+    if sup_cell
+        .supervisor
+        .as_deref()
+        .is_some_and(|s| s.hears(HOOK_INIT))
+    {
+        // A busy supervisor could not hear of it (`on_child_init`): message.
+        if sup_cell.actor.busy() {
+            return false;
+        }
+        let Some(child) = sup_cell
+            .supervisor
+            .as_deref_mut()
+            .and_then(|s| s.children.get_mut(slot))
+            .filter(is_mine)
+            .and_then(|r| r.address.clone())
+        else {
+            return false;
+        };
+        hear(core, sup_key, HOOK_INIT, Notice::ChildInit(&child, Ok(())));
+        // Looked up again: the hook queues what it does, so the records
+        // are as they were.
+        sup_cell = match core.actors.get_mut(sup_key) {
+            Some(cell) => cell,
+            None => return false,
+        };
+    }
     let Some(sup) = sup_cell.supervisor.as_deref_mut() else {
         return false;
     };
-    let Some(record) = sup.children.get_mut(slot).filter(|r| {
-        r.address
-            .as_ref()
-            .is_some_and(|a| std::ptr::eq(Arc::as_ptr(&a.0), mine))
-    }) else {
+    let Some(record) = sup.children.get_mut(slot).filter(is_mine) else {
         return false;
     };
-    if record.state != ChildState::Initializing {
-        return false;
-    }
     record.state = ChildState::Initialized;
     record.initializing = false;
     sup.initializing -= 1;
@@ -106,6 +133,9 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
             crate::inspect::step(core, "Start", None, None, my_address);
         }
         lifecycle::on_start(core, me);
+        if let Some(address) = core.actors.get(me).map(|c| c.address.clone()) {
+            crate::entity::watch::started(core, sup_key, slot, &address);
+        }
     }
     true
 }

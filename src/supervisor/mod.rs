@@ -1,10 +1,11 @@
 //! Supervisors: actors that own children, compose their lifecycles, and decide
 //! what happens when a child goes down (`restart.rs`).
 
+pub(crate) mod flag;
 pub(crate) mod local;
 pub(crate) mod restart;
 
-use crate::actor::{Actor, ActorCell, ActorState};
+use crate::actor::{Actor, ActorCell, ActorState, Notice, notify_overridden};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -23,7 +24,11 @@ pub struct Supervisor;
 
 impl Actor for Supervisor {}
 
-/// What a supervisor does when a child fails to initialize.
+/// What a supervisor does when a child fails to initialize while the
+/// supervisor itself is initializing (rotor's rule). Once the supervisor
+/// has initialized, a child that fails its init (spawned later, or
+/// restarted) goes alone, and its restart policy applies; the supervisor
+/// hears of it in [`Actor::on_child_init`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum InitFailurePolicy {
     /// Shut the whole supervisor down (rotor's default): the tree does not
@@ -36,7 +41,8 @@ pub enum InitFailurePolicy {
 
 /// Settings of a supervisor, given to [`Builder::supervisor`](crate::Builder::supervisor).
 ///
-/// The default: a child that fails its init takes the supervisor down, no
+/// The default: a child that fails its init while the supervisor
+/// initializes takes the supervisor down, no
 /// registry, children start as soon as they are initialized, and the
 /// supervisor carries on when it has let its last child go. The struct is
 /// `#[non_exhaustive]`: start from `SupervisorConfig::default()` and use the
@@ -44,7 +50,7 @@ pub enum InitFailurePolicy {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SupervisorConfig {
-    /// What to do when a child fails to initialize.
+    /// What to do when a child fails to initialize (while the supervisor does).
     pub init_failure: InitFailurePolicy,
     /// Spawn a [`Registry`](crate::Registry) as the first child; descendants use it.
     pub registry: bool,
@@ -52,6 +58,9 @@ pub struct SupervisorConfig {
     pub synchronize_start: bool,
     /// Shut down once the last child is let go for good.
     pub shutdown_when_childless: bool,
+    /// Shut down when this flag is set (read at an interval); behind an
+    /// `Arc`, so that the config stays small for every spawn.
+    pub(crate) shutdown_flag: Option<std::sync::Arc<flag::ShutdownFlag>>,
 }
 
 impl SupervisorConfig {
@@ -73,6 +82,40 @@ impl SupervisorConfig {
     /// Sets the policy for a child that fails to initialize.
     pub fn init_failure(mut self, policy: InitFailurePolicy) -> Self {
         self.init_failure = policy;
+        self
+    }
+
+    /// Shuts the supervisor down (normally, with the context `shutdown flag
+    /// set`) once `flag` is set, reading it every `every` from its spawn on
+    /// (rotor's `shutdown_flag`). The flag may be set from any thread, or
+    /// from a signal handler (see `examples/ctrl_c.rs`); on a root, the
+    /// program then ends cleanly. The locality's loop wakes at least that
+    /// often while the supervisor lives. A zero interval is refused by
+    /// [`Builder::finish`](crate::Builder::finish) (`InvalidArgument`).
+    ///
+    /// ```
+    /// use commutator::*;
+    /// use std::sync::{Arc, atomic::{AtomicBool, Ordering}};
+    /// use std::time::Duration;
+    ///
+    /// let stop = Arc::new(AtomicBool::new(false));
+    /// let mut locality = Locality::new();
+    /// let t0 = locality.now();
+    /// let config = SupervisorConfig::default().shutdown_flag(stop.clone(), Duration::from_millis(100));
+    /// locality.spawn_root(Supervisor).supervisor(config).finish()?;
+    /// locality.run_until_idle(t0);
+    /// stop.store(true, Ordering::Release); // a signal handler, another thread...
+    /// locality.run_until_idle(t0 + Duration::from_millis(100));
+    /// assert!(locality.is_finished());
+    /// assert!(locality.exit_reason().unwrap().is_normal());
+    /// # Ok::<(), commutator::Error>(())
+    /// ```
+    pub fn shutdown_flag(
+        mut self,
+        flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        every: std::time::Duration,
+    ) -> Self {
+        self.shutdown_flag = Some(std::sync::Arc::new(flag::ShutdownFlag { flag, every }));
         self
     }
 
@@ -157,7 +200,15 @@ pub(crate) struct SupervisorState {
     pub(crate) held: BTreeSet<usize>,
     /// The registry this supervisor made for its descendants (`with_registry`).
     pub(crate) registry: Option<Address>,
+    /// Its hooks that are the trait's defaults, found on their first call
+    /// (`HOOK_INIT`, `HOOK_SHUTDOWN`): not called again.
+    pub(crate) default_hooks: u8,
 }
+
+/// `Actor::on_child_init`, in [`SupervisorState::default_hooks`].
+pub(crate) const HOOK_INIT: u8 = 1;
+/// `Actor::on_child_shutdown`, in [`SupervisorState::default_hooks`].
+pub(crate) const HOOK_SHUTDOWN: u8 = 2;
 
 impl SupervisorState {
     pub(crate) fn new(config: SupervisorConfig) -> Self {
@@ -167,7 +218,14 @@ impl SupervisorState {
             initializing: 0,
             held: BTreeSet::new(),
             registry: None,
+            default_hooks: 0,
         }
+    }
+
+    /// `true` unless the hook (`HOOK_INIT`, `HOOK_SHUTDOWN`) is known to be
+    /// the default one.
+    pub(crate) fn hears(&self, hook: u8) -> bool {
+        self.default_hooks & hook == 0
     }
 
     pub(crate) fn child_mut(&mut self, slot: usize, child: ChildId) -> Option<&mut ChildRecord> {
@@ -191,6 +249,16 @@ impl SupervisorState {
     }
 }
 
+/// Calls supervisor `me`'s `hook` (`HOOK_INIT`, `HOOK_SHUTDOWN`) with
+/// `notice`; a default one is not called again.
+pub(crate) fn hear(core: &mut Core, me: Key, hook: u8, notice: Notice<'_>) {
+    if !notify_overridden(core, me, notice)
+        && let Some(sup) = sup_mut(core, me)
+    {
+        sup.default_hooks |= hook;
+    }
+}
+
 /// The child manager's init vote: every child has confirmed its init.
 pub(crate) fn init_ready(cell: &ActorCell) -> bool {
     cell.supervisor.as_ref().is_none_or(|s| s.initializing == 0)
@@ -209,6 +277,14 @@ pub(crate) fn sup_mut(core: &mut Core, me: Key) -> Option<&mut SupervisorState> 
 }
 
 pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child: ChildId) {
+    let address = sup_mut(core, me)
+        .filter(|s| s.hears(HOOK_INIT))
+        .and_then(|s| s.child_mut(slot, child))
+        .filter(|r| r.state == ChildState::Initializing)
+        .and_then(|r| r.address.clone());
+    if let Some(address) = address {
+        hear(core, me, HOOK_INIT, Notice::ChildInit(&address, Ok(())));
+    }
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
@@ -233,6 +309,7 @@ pub(crate) fn on_child_initialized(core: &mut Core, me: Key, slot: usize, child:
             record.state = ChildState::Started;
             if let Some(address) = record.address.clone() {
                 core.send_system(&address, SystemMsg::Start);
+                crate::entity::watch::started(core, me, slot, &address);
             }
         }
         _ => {
@@ -261,11 +338,12 @@ pub(crate) fn start_children(core: &mut Core, me: Key) {
             && let Some(address) = &record.address
         {
             record.state = ChildState::Started;
-            to_start.push(address.clone());
+            to_start.push((slot, address.clone()));
         }
     }
-    for address in to_start {
+    for (slot, address) in to_start {
         core.send_system(&address, SystemMsg::Start);
+        crate::entity::watch::started(core, me, slot, &address);
     }
 }
 

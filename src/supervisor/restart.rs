@@ -2,15 +2,16 @@
 //! from its factory, after a delay, within a limit), give up, escalate the
 //! failure, or shut itself down with it.
 
-use crate::actor::ActorState;
-use crate::actor::ParentLink;
+use crate::actor::{ActorState, Notice, ParentLink};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::lifecycle;
 use crate::locality::Core;
 use crate::locality::fire::TimerAction;
-use crate::supervisor::{ChildId, ChildState, InitFailurePolicy, sup_mut};
+use crate::supervisor::{
+    ChildId, ChildState, HOOK_INIT, HOOK_SHUTDOWN, InitFailurePolicy, hear, sup_mut,
+};
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
@@ -167,12 +168,39 @@ pub(crate) fn on_child_down(
     }
 }
 
-/// A child could not be spawned on its locality: as if it went down.
+/// A child could not be spawned (on its locality, or by its factory): as
+/// if it went down, but no instance of it ever was, so no hook hears of it.
 pub(crate) fn on_child_lost(core: &mut Core, me: Key, slot: usize, reason: Error) {
-    child_gone(core, me, slot, reason, false);
+    decide(core, me, slot, reason, false, false);
 }
 
+/// The child in `slot` has shut down: the supervisor's hooks hear of it
+/// (`on_child_init` if it had not initialized, `on_child_shutdown`), then
+/// it decides.
 pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool) {
+    decide(core, me, slot, reason, actor_says, true);
+}
+
+/// The supervisor's hooks hear of the child at `child` that went down.
+#[inline(never)]
+fn hear_down(core: &mut Core, me: Key, child: Address, init: bool, reason: &Error) {
+    if init {
+        hear(core, me, HOOK_INIT, Notice::ChildInit(&child, Err(reason)));
+    }
+    if sup_mut(core, me).is_some_and(|s| s.hears(HOOK_SHUTDOWN)) {
+        hear(
+            core,
+            me,
+            HOOK_SHUTDOWN,
+            Notice::ChildShutdown(&child, reason),
+        );
+    }
+}
+
+/// What follows a child's end (after the hooks, if `hooks`): its
+/// init-failure policy while the supervisor initializes, then its restart
+/// policy, escalation or autoshutdown.
+fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool, hooks: bool) {
     let now = core.now;
     let Some(cell) = core.actors.get_mut(me) else {
         return;
@@ -182,9 +210,20 @@ pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, a
         return;
     };
     let init_policy = sup.config.init_failure;
+    let (hears_init, hears_down) = (sup.hears(HOOK_INIT), sup.hears(HOOK_SHUTDOWN));
     let Some(record) = sup.children.get_mut(slot) else {
         return;
     };
+    if hooks {
+        // The hooks first (they queue what they do), then a fresh look.
+        let init = record.initializing && hears_init;
+        if (init || hears_down)
+            && let Some(child) = record.address.clone()
+        {
+            hear_down(core, me, child, init, &reason);
+            return decide(core, me, slot, reason, actor_says, false);
+        }
+    }
     if !sup.held.is_empty() {
         sup.held.remove(&slot);
     }
@@ -200,7 +239,13 @@ pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, a
         return lifecycle::try_shutdown(core, me);
     }
     let (my_address, child) = (my_address.clone(), ChildLabel(record.address.clone()));
-    if failed_init && !reason.is_normal() && init_policy == InitFailurePolicy::ShutdownSupervisor {
+    // The init-failure policy holds while the supervisor initializes (as
+    // rotor's): later, a child that fails its init goes alone.
+    if failed_init
+        && !reason.is_normal()
+        && my_state == ActorState::Initializing
+        && init_policy == InitFailurePolicy::ShutdownSupervisor
+    {
         sup.children.remove(slot);
         // Still counted as initializing: the shutdown asked for below comes
         // back as a message, and meanwhile this supervisor must not finish
@@ -229,6 +274,7 @@ pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, a
             {
                 supervision.timer = Some(timer);
             }
+            crate::entity::watch::down(core, me, slot, child.0, &reason, true);
         }
         Decision::GiveUp(limit) => {
             let record = sup.children.remove(slot);
@@ -246,6 +292,7 @@ pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, a
                 None => reason,
             };
             let failed = !cause.is_normal();
+            crate::entity::watch::down(core, me, slot, child.0.clone(), &cause, false);
             if failed {
                 let then = if escalate {
                     "escalating"

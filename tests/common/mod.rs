@@ -221,3 +221,70 @@ pub fn pos(lines: &[String], line: &str) -> usize {
         .position(|l| l == line)
         .unwrap_or_else(|| panic!("{line:?} not in {lines:#?}"))
 }
+
+/// A supervisor that logs what it hears of its children:
+/// `"<name> child init <child>: ok"` or `": <reason {:#}>"`, and
+/// `"<name> child down <child>: <reason {:#}>"` (children by [`short`] name).
+pub struct Boss {
+    pub name: &'static str,
+    pub log: Log,
+}
+
+impl Boss {
+    pub fn new(name: &'static str, log: &Log) -> Boss {
+        Boss {
+            name,
+            log: log.clone(),
+        }
+    }
+}
+
+impl commutator::Actor for Boss {
+    fn on_child_init(
+        &mut self,
+        child: &Address,
+        result: Result<(), &commutator::Error>,
+        _: &mut commutator::Context<'_, Self>,
+    ) {
+        let result = match result {
+            Ok(()) => "ok".to_string(),
+            Err(reason) => format!("{reason:#}"),
+        };
+        let child = short(child);
+        self.log
+            .push(format!("{} child init {child}: {result}", self.name));
+    }
+
+    fn on_child_shutdown(
+        &mut self,
+        child: &Address,
+        reason: &commutator::Error,
+        _: &mut commutator::Context<'_, Self>,
+    ) {
+        let child = short(child);
+        self.log
+            .push(format!("{} child down {child}: {reason:#}", self.name));
+    }
+}
+
+/// Runs `test` on a thread of its own; fails if it does not end within
+/// `limit` (a hang or a blow-up fails instead of stalling the suite), and
+/// passes a panic of the test on.
+pub fn within(limit: Duration, test: impl FnOnce() + Send + 'static) {
+    let (done, finished) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        test();
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(limit) {
+        Ok(()) => thread.join().expect("the test thread ended"),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            if let Err(panic) = thread.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the test did not end within {limit:?}: a hang")
+        }
+    }
+}

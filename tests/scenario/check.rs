@@ -730,7 +730,7 @@ impl Checker<'_> {
 
     /// Restarts happen exactly as the child's supervision says: only when
     /// its policy wants one, never for a child that failed its init under
-    /// `ShutdownSupervisor`; and on the manual clock, exactly after the
+    /// `ShutdownSupervisor` while its supervisor was initializing; and on the manual clock, exactly after the
     /// restart delay (with its back-off), never past the restart limit, and
     /// always when one is due and the supervisor is not shutting down.
     fn restarts(&mut self) {
@@ -766,8 +766,14 @@ impl Checker<'_> {
                     RestartPolicy::OnNormalExit => reason.is_normal(),
                     RestartPolicy::AskActor => self.s.script(node, a.index).ask_restart,
                 };
+                // The policy holds while the supervisor initializes: it
+                // heard of the child before its own init finished.
+                let sup_initializing = parent
+                    .init_finish
+                    .is_none_or(|done| a.shutdown_finish.is_none_or(|f| f.pos < done.pos));
                 let init_failed = a.init_finish.is_none()
                     && !reason.is_normal()
+                    && sup_initializing
                     && sup.is_some_and(|s| s.init_failure == InitFailurePolicy::ShutdownSupervisor);
                 if next.is_some() && !wanted {
                     problems.push(format!(

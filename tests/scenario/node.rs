@@ -339,7 +339,9 @@ impl Node {
             let Some(handle) = env.handle(spec.locality) else {
                 return;
             };
-            configure(ctx.spawn_on(&handle, factory), spec, &env).finish()
+            configure(ctx.spawn_on(&handle, factory), spec, &env)
+                .finish()
+                .map(drop)
         };
         if let Err(e) = result {
             self.broken(ctx, format!("spawning n{child} failed: {e:#}"));
@@ -636,7 +638,7 @@ impl Actor for Node {
                     .link()
                     .then(|me: &mut Self, server, ctx| me.linking(ctx, server));
             } else if let Some(server) = env.current(link.server) {
-                ctx.link(&server);
+                ctx.link(&server).expect("linked once");
                 self.linking(ctx, &server);
             }
         }

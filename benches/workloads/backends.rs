@@ -6,8 +6,30 @@
 
 use super::*;
 
+/// Runs the backends' workloads that `run` selects.
+pub(super) fn main(run: &dyn Fn(&str) -> bool) {
+    #[cfg(feature = "tokio")]
+    {
+        if run("w1_pingpong_tokio") {
+            w1(Backend::Tokio);
+        }
+        if run("w3_reqresp_tokio") {
+            w3(Backend::Tokio);
+        }
+    }
+    #[cfg(feature = "calloop")]
+    {
+        if run("w1_pingpong_calloop") {
+            w1(Backend::Calloop);
+        }
+        if run("w3_reqresp_calloop") {
+            w3(Backend::Calloop);
+        }
+    }
+}
+
 #[derive(Clone, Copy)]
-pub enum Backend {
+enum Backend {
     #[cfg(feature = "tokio")]
     Tokio,
     #[cfg(feature = "calloop")]
@@ -98,7 +120,7 @@ fn timed_on<M: Send + 'static>(
     }
 }
 
-pub fn w1(backend: Backend) {
+fn w1(backend: Backend) {
     let (mut locality, root) = tree();
     let a = locality
         .spawn(&root, Player::default())
@@ -117,7 +139,7 @@ pub fn w1(backend: Backend) {
     );
 }
 
-pub fn w3(backend: Backend) {
+fn w3(backend: Backend) {
     let (mut locality, root) = tree();
     let server = locality.spawn(&root, Server).finish().expect("server");
     let client = Client { server, i: 0 };

@@ -1,0 +1,407 @@
+//! The entity-set and pool workloads (issue 18), beside w1 to w6:
+//!
+//! - `e1_create`: 1,000,000 messages to as many distinct keys, each making
+//!   its entity (creation on first message), timed until the last one is
+//!   handled.
+//! - `e2_steady`: 10,000,000 messages through the set to 100,000 live
+//!   entities (made before the clock starts), in batches of 1,000.
+//! - `e3_memory` (allocations target only): heap bytes per live entity
+//!   (100,000 made on a fresh locality), and per passivated one: what a
+//!   second round of 100,000 other keys, made and passivated, leaves beyond
+//!   the first (whose tables keep their capacity, a high-water mark, also
+//!   printed: `bytes_of_table_capacity_per_entity`).
+//! - `p1_pool_1x1` and `p2_pool_2x2`: requests with some CPU work each, to a
+//!   pool of one worker on one other locality, then of two workers on two
+//!   other localities (threads), in the same run; `p2_over_p1 ratio` is the
+//!   second rate over the first (the second core at work).
+
+use super::{COUNTERS, Go, SCALE_DIV, done, n, new_system, timed};
+use commutator::prelude::*;
+use commutator::{EntityStats, StatsHandle};
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+const N_CREATE: u64 = 1_000_000;
+const N_LIVE: u64 = 100_000;
+const N_STEADY: u64 = 10_000_000;
+const BATCH: u64 = 1_000;
+const N_POOL: u64 = 200_000;
+/// Iterations of the CPU work of one pool request.
+const WORK: u64 = 5_000;
+/// Requests a pool client keeps in flight.
+const WINDOW: u64 = 64;
+
+/// A message to an entity.
+struct Hit;
+/// The last hit was handled.
+struct Finished;
+struct Tick;
+
+/// Counts the hits of every entity; tells the feeder at the target.
+#[derive(Clone)]
+struct Count {
+    hits: Rc<Cell<u64>>,
+    target: Rc<Cell<u64>>,
+    feeder: Rc<Cell<Option<Address>>>,
+}
+
+struct Entity(Count);
+
+impl Actor for Entity {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|me: &mut Self, _: &Hit, ctx: &mut Context<'_, Self>| {
+            let hits = me.0.hits.get() + 1;
+            me.0.hits.set(hits);
+            if hits == me.0.target.get()
+                && let Some(feeder) = me.0.feeder.take()
+            {
+                ctx.send(&feeder, Finished);
+            }
+        });
+    }
+}
+
+/// The `i`th key of a round over `keys` keys, in an order that jumps
+/// around memory (a stride prime to `keys`, a multiple of 2 and 5 only), so
+/// that neither the set nor the direct baseline walks its actors in the
+/// order they were made. With `u64::MAX` keys, every key is new.
+fn scatter(i: u64, keys: u64) -> u64 {
+    if keys == u64::MAX {
+        return i;
+    }
+    (i % keys).wrapping_mul(48_271) % keys
+}
+
+/// The root: sends `total` hits in batches, to keys `0..total` (`e1`) or
+/// in rounds over `keys` keys (`e2`).
+struct Feeder {
+    set: Option<Address>,
+    me: Option<Address>,
+    sent: u64,
+    total: u64,
+    keys: u64,
+}
+
+impl Actor for Feeder {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.me = Some(ctx.address().clone());
+        ctx.subscribe(|me: &mut Self, go: &Go, ctx: &mut Context<'_, Self>| {
+            me.set = go.0.clone();
+            me.batch(ctx);
+        });
+        ctx.subscribe(|me: &mut Self, _: &Tick, ctx: &mut Context<'_, Self>| me.batch(ctx));
+        ctx.subscribe(|_: &mut Self, _: &Finished, ctx: &mut Context<'_, Self>| done(ctx));
+    }
+}
+
+impl Feeder {
+    fn batch(&mut self, ctx: &mut Context<'_, Self>) {
+        let (Some(set), Some(me)) = (self.set.clone(), self.me.clone()) else {
+            return;
+        };
+        let end = (self.sent + BATCH).min(self.total);
+        while self.sent < end {
+            ctx.send(&set, Keyed::new(scatter(self.sent, self.keys), Hit));
+            self.sent += 1;
+        }
+        if self.sent < self.total {
+            ctx.send(&me, Tick);
+        }
+    }
+}
+
+fn entity_system(
+    total: u64,
+    keys: u64,
+) -> (System, Address, Address, Count, StatsHandle<EntityStats>) {
+    let (mut system, root) = new_system(Feeder {
+        set: None,
+        me: None,
+        sent: 0,
+        total,
+        keys,
+    });
+    let count = Count {
+        hits: Rc::default(),
+        target: Rc::new(Cell::new(total)),
+        feeder: Rc::new(Cell::new(Some(root.clone()))),
+    };
+    let made = count.clone();
+    let set = EntitySet::new(move |_: &u64| Entity(made.clone())).route::<Hit>();
+    let stats = set.stats();
+    let set = system
+        .spawn(&root, set)
+        .name("entities")
+        .finish()
+        .expect("set");
+    (system, root, set, count, stats)
+}
+
+fn e1() {
+    let total = n(N_CREATE);
+    let (system, root, set, _count, stats) = entity_system(total, u64::MAX);
+    timed("e1_create", total, system, &root, Go(Some(set), total));
+    assert_eq!(stats.get().created, total, "one entity per key");
+}
+
+fn e2() {
+    let keys = n(N_LIVE);
+    let total = n(N_STEADY);
+    let (mut system, root, set, count, stats) = entity_system(total, keys);
+    count.target.set(u64::MAX);
+    for key in 0..keys {
+        system.send(&set, Keyed::new(key, Hit)).expect("warm-up");
+    }
+    system.locality().run_until_idle(Instant::now());
+    assert_eq!(stats.get().live as u64, keys, "every entity is live");
+    count.hits.set(0);
+    count.target.set(total);
+    timed("e2_steady", total, system, &root, Go(Some(set), total));
+}
+
+/// Sends `total` hits round-robin straight to `actors` (no set): the
+/// baseline of `e2`, with the same memory traffic over 100,000 actors.
+struct Direct {
+    actors: Vec<Address>,
+    me: Option<Address>,
+    sent: u64,
+    total: u64,
+}
+
+impl Actor for Direct {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.me = Some(ctx.address().clone());
+        ctx.subscribe(|me: &mut Self, _: &Go, ctx: &mut Context<'_, Self>| me.batch(ctx));
+        ctx.subscribe(|me: &mut Self, _: &Tick, ctx: &mut Context<'_, Self>| me.batch(ctx));
+        ctx.subscribe(|_: &mut Self, _: &Finished, ctx: &mut Context<'_, Self>| done(ctx));
+        ctx.subscribe(|me: &mut Self, a: &Actors, _: &mut Context<'_, Self>| {
+            me.actors = a.0.clone();
+        });
+    }
+}
+
+impl Direct {
+    fn batch(&mut self, ctx: &mut Context<'_, Self>) {
+        let Some(me) = self.me.clone() else { return };
+        let end = (self.sent + BATCH).min(self.total);
+        while self.sent < end {
+            let to = &self.actors[scatter(self.sent, self.actors.len() as u64) as usize];
+            ctx.send(to, Hit);
+            self.sent += 1;
+        }
+        if self.sent < self.total {
+            ctx.send(&me, Tick);
+        }
+    }
+}
+
+fn e2_direct() {
+    let keys = n(N_LIVE);
+    let total = n(N_STEADY);
+    let mut system = System::new().expect("system");
+    let root = system
+        .spawn_root(Direct {
+            actors: Vec::new(),
+            me: None,
+            sent: 0,
+            total,
+        })
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .expect("root");
+    let count = Count {
+        hits: Rc::default(),
+        target: Rc::new(Cell::new(total)),
+        feeder: Rc::new(Cell::new(Some(root.clone()))),
+    };
+    let actors: Vec<Address> = (0..keys)
+        .map(|_| {
+            system
+                .spawn(&root, Entity(count.clone()))
+                .finish()
+                .expect("actor")
+        })
+        .collect();
+    system.send(&root, Actors(actors)).expect("actors");
+    timed("e2_direct", total, system, &root, Go(None, total));
+}
+
+/// Hands the `Direct` root its actors.
+struct Actors(Vec<Address>);
+
+/// Heap bytes per live entity, and kept per passivated entity.
+fn e3() {
+    let Some(counters) = COUNTERS.get() else {
+        return; // a figure of the allocations target only
+    };
+    let entities = N_LIVE / u64::from(SCALE_DIV.load(Relaxed));
+    let mut locality = Locality::named("e3");
+    let t0 = locality.now();
+    let count = Count {
+        hits: Rc::default(),
+        target: Rc::new(Cell::new(u64::MAX)),
+        feeder: Rc::default(),
+    };
+    let set = EntitySet::new(move |_: &u64| Entity(count.clone()))
+        .route::<Hit>()
+        .idle_after(Duration::from_secs(1));
+    let stats = set.stats();
+    let set = locality
+        .spawn_root(set)
+        .name("entities")
+        .finish()
+        .expect("set");
+    locality.run_until_idle(t0);
+    let mut round = |from: u64, at: Duration| {
+        let before = counters.live_bytes();
+        for key in from..from + entities {
+            locality.send(&set, Keyed::new(key, Hit)).expect("hit");
+        }
+        locality.run_until_idle(t0 + at);
+        let live = counters.live_bytes();
+        assert_eq!(stats.get().live as u64, entities);
+        locality.run_until_idle(t0 + at + Duration::from_secs(1));
+        assert_eq!(stats.get().live, 0, "every entity passivated");
+        (before, live, counters.live_bytes())
+    };
+    // The first round grows the locality's tables (they keep their
+    // capacity); the second reuses them, so what it leaves is what a
+    // passivated entity keeps.
+    let (before, live, high_water) = round(0, Duration::from_secs(1));
+    let (_, _, after) = round(entities, Duration::from_secs(3));
+    let per = |bytes: isize| bytes as f64 / entities as f64;
+    println!(
+        "commutator e3_memory bytes_per_live_entity {:.0}",
+        per(live - before)
+    );
+    println!(
+        "commutator e3_memory bytes_kept_per_passivated_entity {:.1}",
+        per(after - high_water)
+    );
+    println!(
+        "commutator e3_memory bytes_of_table_capacity_per_entity {:.0}",
+        per(high_water - before)
+    );
+}
+
+// ---------------- pools ----------------
+
+struct Crunch(u64);
+impl Request for Crunch {
+    type Response = u64;
+}
+
+struct Cruncher;
+impl Actor for Cruncher {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(
+            |_: &mut Self, q: &RequestMsg<Crunch>, ctx: &mut Context<'_, Self>| {
+                let mut x = q.payload().0;
+                for i in 0..WORK {
+                    x = std::hint::black_box(
+                        x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i),
+                    );
+                }
+                ctx.reply(q, x);
+            },
+        );
+    }
+}
+
+/// Keeps `WINDOW` requests in flight until `total` are answered.
+struct PoolClient {
+    pool: Address,
+    sent: u64,
+    answered: u64,
+    total: u64,
+}
+
+impl Actor for PoolClient {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|me: &mut Self, _: &Go, ctx: &mut Context<'_, Self>| {
+            while me.sent < me.total.min(WINDOW) {
+                me.next(ctx);
+            }
+        });
+        ctx.subscribe(
+            |me: &mut Self, r: &Response<Crunch>, ctx: &mut Context<'_, Self>| {
+                assert!(r.result().is_ok(), "request failed: {r:?}");
+                me.answered += 1;
+                if me.answered == me.total {
+                    done(ctx);
+                } else if me.sent < me.total {
+                    me.next(ctx);
+                }
+            },
+        );
+    }
+}
+
+impl PoolClient {
+    fn next(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.request(&self.pool, Crunch(self.sent), Duration::from_secs(60));
+        self.sent += 1;
+    }
+}
+
+/// A pool of one worker per locality in `threads` systems of their own.
+fn pool_run(workload: &str, threads: usize) -> f64 {
+    let total = n(N_POOL);
+    let mut joins = Vec::new();
+    let mut handles = Vec::new();
+    for t in 0..threads {
+        let (tx, rx) = std::sync::mpsc::channel();
+        joins.push(std::thread::spawn(move || {
+            let mut system = System::named(format!("W{t}")).expect("system");
+            tx.send(system.handle()).expect("handle");
+            system.run()
+        }));
+        handles.push(rx.recv().expect("the worker locality starts"));
+    }
+    let (mut system, root) = new_system(Supervisor);
+    let mut pool = Pool::new(|| Cruncher).size(0).route_request::<Crunch>();
+    for handle in &handles {
+        pool = pool.on(handle, 1);
+    }
+    drop(handles);
+    let pool = system
+        .spawn(&root, pool)
+        .name("pool")
+        .finish()
+        .expect("pool");
+    let client = PoolClient {
+        pool,
+        sent: 0,
+        answered: 0,
+        total,
+    };
+    let client = system.spawn(&root, client).finish().expect("client");
+    let secs = timed(workload, total, system, &client, Go(None, 0));
+    for join in joins {
+        join.join().expect("a worker thread").expect("its system");
+    }
+    total as f64 / secs
+}
+
+/// Runs the entity and pool workloads that `run` selects.
+pub(super) fn main(run: &dyn Fn(&str) -> bool) {
+    if run("e1_create") {
+        e1();
+    }
+    if run("e2_steady") {
+        e2();
+    }
+    if run("e2_direct") {
+        e2_direct();
+    }
+    if run("e3_memory") {
+        e3();
+    }
+    let one = run("p1_pool_1x1").then(|| pool_run("p1_pool_1x1", 1));
+    let two = run("p2_pool_2x2").then(|| pool_run("p2_pool_2x2", 2));
+    if let (Some(one), Some(two), None) = (one, two, COUNTERS.get()) {
+        println!("commutator p2_over_p1 ratio {:.2}", two / one);
+    }
+}

@@ -1,0 +1,224 @@
+//! The entities of a set by key, with a least-recently-used list through
+//! the ones that may be passivated: touching one moves it to the front in
+//! O(1), the tail is the least recently used. Beside each key's index, the
+//! hash table keeps a small `hot` value (what routing a message needs), so
+//! that a message to a live entity reads one bucket, not the entity's
+//! record too.
+
+use super::hash::Seeded;
+use slab::Slab;
+use std::collections::HashMap;
+use std::hash::Hash;
+
+/// No node: the end of the list.
+const NIL: u32 = u32::MAX;
+
+struct Node<K, V> {
+    key: K,
+    value: V,
+    prev: u32,
+    next: u32,
+    linked: bool,
+}
+
+/// Values by key, in a slab (indices stay put while a value lives), with
+/// an intrusive list of some of them in order of use, and a hot value `H`
+/// per key in the hash table itself.
+pub(super) struct Table<K, V, H> {
+    index: HashMap<K, (u32, H), Seeded>,
+    nodes: Slab<Node<K, V>>,
+    /// Most recently used.
+    head: u32,
+    /// Least recently used.
+    tail: u32,
+}
+
+impl<K: Clone + Eq + Hash, V, H: Copy> Table<K, V, H> {
+    pub(super) fn new() -> Self {
+        Table {
+            index: HashMap::with_hasher(Seeded::new()),
+            nodes: Slab::new(),
+            head: NIL,
+            tail: NIL,
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The index of the value of `key`.
+    #[inline]
+    pub(super) fn find(&self, key: &K) -> Option<u32> {
+        self.index.get(key).map(|&(idx, _)| idx)
+    }
+
+    /// The index of the value of `key`, and its hot value.
+    #[inline]
+    pub(super) fn find_hot(&self, key: &K) -> Option<(u32, H)> {
+        self.index.get(key).copied()
+    }
+
+    /// Sets the hot value of the value at `idx`.
+    pub(super) fn set_hot(&mut self, idx: u32, hot: H) {
+        if let Some(entry) = self.index.get_mut(&self.nodes[idx as usize].key) {
+            entry.1 = hot;
+        }
+    }
+
+    /// Adds a value (not in the list) and its hot value; `key` must be new.
+    pub(super) fn insert(&mut self, key: K, value: V, hot: H) -> u32 {
+        let idx = self.nodes.insert(Node {
+            key: key.clone(),
+            value,
+            prev: NIL,
+            next: NIL,
+            linked: false,
+        });
+        let idx = u32::try_from(idx).expect("fewer than 2^32 entities in one set");
+        self.index.insert(key, (idx, hot));
+        idx
+    }
+
+    /// Removes the value at `idx` (and from the list); gives back memory
+    /// when the table has shrunk to a quarter of its capacity.
+    pub(super) fn remove(&mut self, idx: u32) -> (K, V) {
+        self.unlink(idx);
+        let node = self.nodes.remove(idx as usize);
+        self.index.remove(&node.key);
+        self.shrink();
+        (node.key, node.value)
+    }
+
+    fn shrink(&mut self) {
+        if self.nodes.is_empty() {
+            self.nodes = Slab::new();
+            self.index = HashMap::with_hasher(self.index.hasher().clone());
+        } else if self.index.capacity() > 64 && self.index.len() < self.index.capacity() / 4 {
+            self.index.shrink_to(self.index.len() * 2);
+            // The slab cannot move its values; it shrinks past its last one.
+            self.nodes.shrink_to_fit();
+        }
+    }
+
+    #[inline]
+    pub(super) fn get(&self, idx: u32) -> &V {
+        &self.nodes[idx as usize].value
+    }
+
+    #[inline]
+    pub(super) fn get_mut(&mut self, idx: u32) -> &mut V {
+        &mut self.nodes[idx as usize].value
+    }
+
+    pub(super) fn key(&self, idx: u32) -> &K {
+        &self.nodes[idx as usize].key
+    }
+
+    /// Every value, for a last pass (the set's shutdown).
+    pub(super) fn indices(&self) -> Vec<u32> {
+        self.nodes.iter().map(|(idx, _)| idx as u32).collect()
+    }
+
+    /// Puts the value at `idx` at the front of the list (most recently
+    /// used), linking it if it was not in it.
+    #[inline]
+    pub(super) fn touch(&mut self, idx: u32) {
+        if self.head == idx {
+            return;
+        }
+        self.unlink(idx);
+        let old_head = self.head;
+        let node = &mut self.nodes[idx as usize];
+        node.linked = true;
+        node.prev = NIL;
+        node.next = old_head;
+        if old_head != NIL {
+            self.nodes[old_head as usize].prev = idx;
+        } else {
+            self.tail = idx;
+        }
+        self.head = idx;
+    }
+
+    /// Takes the value at `idx` out of the list (if it is in it).
+    pub(super) fn unlink(&mut self, idx: u32) {
+        let node = &mut self.nodes[idx as usize];
+        if !node.linked {
+            return;
+        }
+        node.linked = false;
+        let (prev, next) = (node.prev, node.next);
+        node.prev = NIL;
+        node.next = NIL;
+        match prev {
+            NIL => self.head = next,
+            p => self.nodes[p as usize].next = next,
+        }
+        match next {
+            NIL => self.tail = prev,
+            n => self.nodes[n as usize].prev = prev,
+        }
+    }
+
+    /// The least recently used value in the list.
+    pub(super) fn tail(&self) -> Option<u32> {
+        (self.tail != NIL).then_some(self.tail)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order(t: &Table<u32, (), ()>) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut at = t.head;
+        while at != NIL {
+            out.push(*t.key(at));
+            at = t.nodes[at as usize].next;
+        }
+        out
+    }
+
+    #[test]
+    fn touching_moves_to_the_front_and_the_tail_is_the_least_recently_used() {
+        let mut t = Table::new();
+        let a = t.insert(1, (), ());
+        let b = t.insert(2, (), ());
+        let c = t.insert(3, (), ());
+        assert_eq!(t.tail(), None, "nothing is in the list until touched");
+        t.touch(a);
+        t.touch(b);
+        t.touch(c);
+        assert_eq!(order(&t), [3, 2, 1]);
+        assert_eq!(t.tail(), Some(a));
+        t.touch(a);
+        assert_eq!(order(&t), [1, 3, 2]);
+        t.unlink(c);
+        assert_eq!(order(&t), [1, 2]);
+        assert_eq!(t.remove(b), (2, ()));
+        assert_eq!(order(&t), [1]);
+        assert_eq!(t.tail(), Some(a));
+        assert_eq!(t.find(&3), Some(c));
+        t.remove(a);
+        t.remove(c);
+        assert_eq!((t.len(), t.tail(), t.find(&1)), (0, None, None));
+    }
+
+    #[test]
+    fn a_table_that_empties_gives_its_memory_back() {
+        let mut t: Table<u32, (), ()> = Table::new();
+        let all: Vec<u32> = (0..1000).map(|k| t.insert(k, (), ())).collect();
+        for idx in all {
+            t.touch(idx);
+        }
+        for k in 0..1000 {
+            let idx = t.find(&k).unwrap();
+            t.remove(idx);
+        }
+        assert_eq!(t.index.capacity(), 0);
+        assert_eq!(t.nodes.capacity(), 0);
+    }
+}

@@ -1,0 +1,79 @@
+//! Child events: what the core tells a supervisor that asked for them (an
+//! entity set or a pool) about its children.
+//!
+//! The core calls [`started`] when a supervisor sends `Start` to a child, and
+//! [`down`] when it has decided about a child that went down (not while the
+//! supervisor shuts down itself: it would hear it too late). A supervisor
+//! asks for these events by subscribing to [`ChildEvent`] on its main
+//! address; for every other supervisor each call costs a lookup and sends
+//! nothing. The event is queued behind what the supervisor just sent (the
+//! child's `Start`), so when the supervisor hears `Started`, the child has run
+//! its `on_start`.
+
+use crate::address::Address;
+use crate::arena::Key;
+use crate::error::Error;
+use crate::locality::Core;
+use crate::message::UserEnvelope;
+use crate::routing::Found;
+use std::any::TypeId;
+
+/// A change in a child's life, as its supervisor sees it.
+#[derive(Debug)]
+pub(crate) enum ChildEvent {
+    /// The supervisor started the child at `address` (in `slot`).
+    Started { slot: usize, address: Address },
+    /// The child in `slot` went down; `restarting` if the supervisor will
+    /// make a new instance in the same slot (it reports `Started` again).
+    Down {
+        slot: usize,
+        address: Option<Address>,
+        reason: Error,
+        restarting: bool,
+    },
+}
+
+/// The supervisor `me`'s main address, if it subscribed to child events.
+fn watcher(core: &Core, me: Key) -> Option<Key> {
+    let dest = core.actors.get(me)?.address.key();
+    match core.routes.find(dest, TypeId::of::<ChildEvent>()) {
+        Found::One(_) | Found::Many => Some(dest),
+        Found::NoSubscriber | Found::Stale => None,
+    }
+}
+
+fn report(core: &mut Core, dest: Key, event: ChildEvent) {
+    core.enqueue(UserEnvelope {
+        dest,
+        sender: Key::FRAMEWORK,
+        message: event,
+    });
+}
+
+/// Supervisor `me` started its child at `address`, in `slot`.
+pub(crate) fn started(core: &mut Core, me: Key, slot: usize, address: &Address) {
+    if let Some(dest) = watcher(core, me) {
+        let address = address.clone();
+        report(core, dest, ChildEvent::Started { slot, address });
+    }
+}
+
+/// Supervisor `me` decided about its child in `slot` that went down.
+pub(crate) fn down(
+    core: &mut Core,
+    me: Key,
+    slot: usize,
+    address: Option<Address>,
+    reason: &Error,
+    restarting: bool,
+) {
+    if let Some(dest) = watcher(core, me) {
+        let event = ChildEvent::Down {
+            slot,
+            address,
+            reason: reason.clone(),
+            restarting,
+        };
+        report(core, dest, event);
+    }
+}

@@ -1,0 +1,214 @@
+//! Moving NATS messages into localities, on the bridge thread, without
+//! unbounded memory: the credit [`Window`] of a subscription, and the reply
+//! [`Inbox`] of a connection.
+//!
+//! A locality's inbox has no bound of its own, so a pump never runs ahead of
+//! the locality by more than a window: every quarter window it sends an
+//! [`Ack`] to the bridge actor, behind the messages it sent (to an address of
+//! the same locality, so the ack is delivered after them), and it stops
+//! reading its subscription while more than a window is unacknowledged. What
+//! piles up then stays in async-nats's subscription channel (bounded by
+//! [`Options::subscription_capacity`](super::Options::subscription_capacity);
+//! beyond it NATS drops, as core NATS does for any slow consumer).
+
+use super::connection::Counters;
+use crate::address::Address;
+use async_nats::{Message, Subscriber};
+use futures_util::StreamExt;
+use slab::Slab;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+/// The credit of one pump: how far its locality got.
+#[derive(Default)]
+pub(crate) struct Window {
+    delivered: AtomicU64,
+    notify: Notify,
+}
+
+impl Window {
+    /// The locality delivered everything up to `seq` (called by the bridge
+    /// actor's handler of [`Ack`]).
+    pub(crate) fn ack(&self, seq: u64) {
+        self.delivered.fetch_max(seq, Ordering::SeqCst);
+        self.notify.notify_one();
+    }
+
+    /// Waits until fewer than `limit` of the `sent` messages are unacknowledged.
+    async fn room(&self, sent: u64, limit: u64) {
+        loop {
+            let notified = self.notify.notified();
+            if sent.saturating_sub(self.delivered.load(Ordering::SeqCst)) < limit {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// A task on the bridge, aborted when its owner (a bridge actor) shuts down
+/// or is dropped: aborting drops its subscriptions, which unsubscribes them.
+#[derive(Default)]
+pub(crate) struct Task(Option<tokio::task::AbortHandle>);
+
+impl Task {
+    pub(crate) fn set(&mut self, handle: tokio::task::AbortHandle) {
+        self.abort();
+        self.0 = Some(handle);
+    }
+
+    pub(crate) fn abort(&mut self) {
+        if let Some(handle) = self.0.take() {
+            handle.abort();
+        }
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
+
+/// The resource kind a bridge actor holds while its init waits for the bridge.
+pub(crate) const BRIDGE_RESOURCE: u32 = 0x4e41_5453; // "NATS"
+
+/// "The pump's messages up to this one were delivered": sent by a pump to
+/// its bridge actor, which calls [`Window::ack`].
+#[derive(Debug)]
+pub(crate) struct Ack(pub(crate) u64);
+
+/// Reads `subscription` and hands each message to `each` (which sends it
+/// into a locality; `false` means the locality is gone), keeping at most
+/// `limit` messages unacknowledged by the actor at `ack_to`. Ends when the
+/// subscription or the locality ends (or the task is aborted: the bridge
+/// actor aborts it when it shuts down, which unsubscribes).
+pub(crate) async fn pump(
+    mut subscription: Subscriber,
+    window: Arc<Window>,
+    limit: u64,
+    ack_to: Address,
+    stats: Arc<Counters>,
+    mut each: impl FnMut(Message) -> bool + Send,
+) {
+    let batch = (limit / 4).max(1);
+    let mut sent = 0u64;
+    while let Some(message) = subscription.next().await {
+        Counters::add(&stats.received, 1);
+        if !each(message) {
+            return;
+        }
+        sent += 1;
+        if sent.is_multiple_of(batch) {
+            if ack_to.send(Ack(sent)).is_err() {
+                return;
+            }
+            window.room(sent, limit).await;
+        }
+    }
+}
+
+/// The reply inbox of a connection: one wildcard subscription
+/// (`_INBOX.<id>.>`) for the replies to every request sent to a remote
+/// service. A reply's subject names the [`Remote`](super::Remote) that asked
+/// (its slot here) and the request (an id unique in the connection).
+pub(crate) struct Inbox {
+    pub(crate) prefix: String,
+    remotes: Mutex<Slab<Arc<RemoteEntry>>>,
+}
+
+/// A remote-service actor, as the inbox knows it.
+pub(crate) struct RemoteEntry {
+    address: Address,
+    /// Requests sent and not answered yet: replies beyond it are not
+    /// forwarded (so a peer that floods the inbox cannot fill a locality).
+    outstanding: AtomicU64,
+}
+
+/// A reply (or a "no responders" status) for request `id`, forwarded by the
+/// inbox to the remote-service actor that sent the request.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) id: u64,
+    pub(crate) message: Message,
+}
+
+impl Inbox {
+    pub(crate) fn new(prefix: String) -> Inbox {
+        Inbox {
+            prefix,
+            remotes: Mutex::new(Slab::new()),
+        }
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, Slab<Arc<RemoteEntry>>> {
+        self.remotes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Registers a remote-service actor; its slot names it in reply subjects.
+    pub(crate) fn register(&self, address: Address) -> (usize, Arc<RemoteEntry>) {
+        let entry = Arc::new(RemoteEntry {
+            address,
+            outstanding: AtomicU64::new(0),
+        });
+        let slot = self.table().insert(entry.clone());
+        (slot, entry)
+    }
+
+    pub(crate) fn deregister(&self, slot: usize) {
+        self.table().try_remove(slot);
+    }
+
+    /// The reply subject of request `id` of the remote at `slot`.
+    pub(crate) fn reply_subject(&self, slot: usize, id: u64) -> String {
+        format!("{}.{slot}.{id}", self.prefix)
+    }
+
+    /// Reads the inbox subscription until the connection ends.
+    pub(crate) async fn run(self: Arc<Self>, mut subscription: Subscriber, stats: Arc<Counters>) {
+        while let Some(message) = subscription.next().await {
+            Counters::add(&stats.received, 1);
+            let parsed = message
+                .subject
+                .strip_prefix(self.prefix.as_str())
+                .and_then(|rest| rest.strip_prefix('.'))
+                .and_then(|rest| rest.split_once('.'))
+                .and_then(|(slot, id)| {
+                    Some((slot.parse::<usize>().ok()?, id.parse::<u64>().ok()?))
+                });
+            let Some((slot, id)) = parsed else {
+                Counters::add(&stats.late_replies, 1);
+                continue;
+            };
+            let entry = self.table().get(slot).cloned();
+            let forwarded = entry.is_some_and(|entry| {
+                entry.take_outstanding() && entry.address.send(Reply { id, message }).is_ok()
+            });
+            if !forwarded {
+                Counters::add(&stats.late_replies, 1);
+            }
+        }
+    }
+}
+
+impl RemoteEntry {
+    /// One more request sent.
+    pub(crate) fn asked(&self) {
+        self.outstanding.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A request that could not be sent after all.
+    pub(crate) fn unask(&self) {
+        let _ = self.take_outstanding();
+    }
+
+    /// One reply may pass: `false` if none is due.
+    fn take_outstanding(&self) -> bool {
+        self.outstanding
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}

@@ -1,0 +1,356 @@
+//! Requests across processes, the server's side: [`Service`] serves requests
+//! that come over NATS by asking a local actor.
+
+use super::codec::{Codec, Json, Wire, WireError, WireReplyRef};
+use super::connection::{Counters, Nats, Shared};
+use super::names::{
+    ServiceInfo, announce_subject, check_service_name, check_wire_name, round_trip, svc_group,
+    svc_wildcard, transport_error, who_subject,
+};
+use super::pump::{Ack, BRIDGE_RESOURCE, Task, Window, pump};
+use crate::actor::{Actor, ActorState};
+use crate::address::Address;
+use crate::context::Context;
+use crate::error::{Error, ErrorCode, Result};
+use crate::request::{Request, RequestId, Response};
+use async_nats::Message;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+use std::fmt;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The default of [`Service::timeout`].
+pub const DEFAULT_SERVICE_TIMEOUT: Duration = Duration::from_secs(30);
+
+type Install<C> = Box<dyn FnOnce(&mut Context<'_, Service<C>>)>;
+type Serve<C> = Rc<dyn Fn(&mut Service<C>, &mut Context<'_, Service<C>>, String, &Bytes)>;
+
+/// A request that came over NATS, handed to the service actor by its pump.
+struct Incoming(Message);
+
+/// The service's subscriptions are in place (or could not be made).
+struct Serving(Result<()>);
+
+/// Where the requests go: an address, or a name of the local registry.
+enum Target {
+    Address(Address),
+    Registered,
+}
+
+/// An actor that serves requests of other processes: made by
+/// [`Nats::service`] (or [`Nats::service_registered`]), told which request
+/// types it serves with [`request`](Service::request), spawned like any actor.
+///
+/// Each request that comes is made again, as an ordinary local request, to
+/// the target (an actor that subscribes to [`RequestMsg<R>`](crate::RequestMsg)
+/// as usual), with [`timeout`](Service::timeout); its response (the value, or
+/// the error with its chain of causes) goes back to the requester. Several
+/// instances of a service (in one process or many) share the requests: each
+/// goes to one of them (a NATS queue group).
+///
+/// Its init finishes once the server has its subscriptions; then it
+/// announces itself, so that a [`Remote`](super::Remote) waiting for the name
+/// finds it. Shutting it down unsubscribes, and answers the requests it was
+/// still serving with [`ErrorCode::Unreachable`]. A request that cannot be served
+/// is answered with an error: [`ErrorCode::Codec`] if it does not decode,
+/// [`ErrorCode::UnknownService`] for a type it does not serve.
+///
+/// Errors (its init fails): [`ErrorCode::InvalidArgument`] for a name that is
+/// not one subject token, [`ErrorCode::Unreachable`] if the server could not
+/// be told.
+pub struct Service<C: Codec = Json> {
+    nats: Nats<C>,
+    name: String,
+    target: Target,
+    to: Option<Address>,
+    timeout: Duration,
+    types: Vec<&'static str>,
+    install: Vec<Install<C>>,
+    serve: HashMap<&'static str, Serve<C>>,
+    pending: HashMap<RequestId, String>,
+    window: Arc<Window>,
+    task: Task,
+}
+
+impl<C: Codec> fmt::Debug for Service<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Service")
+            .field("name", &self.name)
+            .field("types", &self.types)
+            .field("to", &self.to)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Codec> Nats<C> {
+    /// An actor that serves the requests for service `name` that come over
+    /// NATS by asking the actor at `to`; see [`Service`].
+    pub fn service(&self, name: impl Into<String>, to: &Address) -> Service<C> {
+        self.make_service(name.into(), Target::Address(to.clone()))
+    }
+
+    /// Publishes a name of the local registry: the actor registered under
+    /// `name` (found with a waiting discovery, so it may register later)
+    /// serves the requests for service `name`; see [`Service`]. The service
+    /// actor must be built with a registry (under a supervisor that keeps
+    /// one, see [`SupervisorConfig::with_registry`](crate::SupervisorConfig::with_registry)).
+    pub fn service_registered(&self, name: impl Into<String>) -> Service<C> {
+        self.make_service(name.into(), Target::Registered)
+    }
+
+    fn make_service(&self, name: String, target: Target) -> Service<C> {
+        Service {
+            nats: self.clone(),
+            name,
+            target,
+            to: None,
+            timeout: DEFAULT_SERVICE_TIMEOUT,
+            types: Vec::new(),
+            install: Vec::new(),
+            serve: HashMap::new(),
+            pending: HashMap::new(),
+            window: Arc::new(Window::default()),
+            task: Task::default(),
+        }
+    }
+}
+
+impl<C: Codec> Service<C> {
+    /// Serves requests of type `R`.
+    pub fn request<R>(mut self) -> Self
+    where
+        R: Request + Wire,
+        R::Response: Serialize + DeserializeOwned,
+    {
+        self.types.push(R::NAME);
+        self.install.push(Box::new(|ctx: &mut Context<'_, Self>| {
+            ctx.subscribe(Self::on_response::<R>);
+        }));
+        let serve: Serve<C> = Rc::new(Self::serve::<R>);
+        self.serve.insert(R::NAME, serve);
+        self
+    }
+
+    /// The timeout of the local request made for each request that comes
+    /// (default [`DEFAULT_SERVICE_TIMEOUT`]). The requester's own timeout is
+    /// not known here: make this at least as long.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    fn serve<R>(&mut self, ctx: &mut Context<'_, Self>, reply: String, payload: &Bytes)
+    where
+        R: Request + Wire,
+        R::Response: Serialize + DeserializeOwned,
+    {
+        let request = match self.nats.shared.codec.decode::<R>(payload) {
+            Ok(request) => request,
+            Err(e) => return answer::<R::Response, C>(&self.nats.shared, &reply, Err(&e)),
+        };
+        let Some(to) = self.to.clone() else {
+            let e = Error::new(ErrorCode::UnknownService)
+                .with_context(format!("nats: service {:?} has no target yet", self.name));
+            return answer::<R::Response, C>(&self.nats.shared, &reply, Err(&e));
+        };
+        let id = ctx.request(&to, request, self.timeout);
+        if !id.is_none() {
+            self.pending.insert(id, reply);
+        }
+    }
+
+    fn on_response<R>(&mut self, response: &Response<R>, _: &mut Context<'_, Self>)
+    where
+        R: Request + Wire,
+        R::Response: Serialize + DeserializeOwned,
+    {
+        if let Some(reply) = self.pending.remove(&response.id()) {
+            answer::<R::Response, C>(&self.nats.shared, &reply, response.result());
+        }
+    }
+
+    fn on_incoming(&mut self, incoming: &Incoming, ctx: &mut Context<'_, Self>) {
+        let message = &incoming.0;
+        let prefix = svc_group(&self.nats.shared.prefix, &self.name);
+        let wire = message
+            .subject
+            .strip_prefix(prefix.as_str())
+            .and_then(|w| w.strip_prefix('.'))
+            .unwrap_or("");
+        let Some(reply) = message.reply.as_ref().map(|r| r.to_string()) else {
+            Counters::add(&self.nats.shared.stats.dead_letters, 1);
+            tracing::warn!(subject = %message.subject, "nats: a request without a reply subject, dropped");
+            return;
+        };
+        match self.serve.get(wire).cloned() {
+            Some(serve) => serve(self, ctx, reply, &message.payload),
+            None => {
+                let e = Error::new(ErrorCode::UnknownService).with_context(format!(
+                    "nats: service {:?} does not serve {wire:?}",
+                    self.name
+                ));
+                answer::<(), C>(&self.nats.shared, &reply, Err(&e));
+            }
+        }
+    }
+
+    fn on_serving(&mut self, serving: &Serving, ctx: &mut Context<'_, Self>) {
+        if ctx.state() >= ActorState::ShuttingDown {
+            return;
+        }
+        let _ = ctx.release_resource(BRIDGE_RESOURCE);
+        if let Err(e) = &serving.0 {
+            ctx.fail(e.clone());
+        }
+    }
+
+    fn start(&mut self, ctx: &mut Context<'_, Self>) -> Result<()> {
+        check_service_name(&self.name)?;
+        for wire in &self.types {
+            check_wire_name(wire)?;
+        }
+        for install in std::mem::take(&mut self.install) {
+            install(ctx);
+        }
+        ctx.subscribe(Self::on_incoming);
+        ctx.subscribe(Self::on_serving);
+        ctx.subscribe(|this: &mut Self, ack: &Ack, _: &mut Context<'_, Self>| {
+            this.window.ack(ack.0)
+        });
+        ctx.acquire_resource(BRIDGE_RESOURCE);
+        match &self.target {
+            Target::Address(to) => {
+                self.to = Some(to.clone());
+                self.listen(ctx);
+            }
+            Target::Registered => {
+                let name = self.name.clone();
+                ctx.discover(name).wait().then(
+                    |this: &mut Self, to: &Address, ctx: &mut Context<'_, Self>| {
+                        this.to = Some(to.clone());
+                        this.listen(ctx);
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Subscribes on the bridge; the answer comes back as [`Serving`].
+    fn listen(&mut self, ctx: &mut Context<'_, Self>) {
+        let shared = self.nats.shared.clone();
+        let (name, me, window) = (
+            self.name.clone(),
+            ctx.address().clone(),
+            self.window.clone(),
+        );
+        let info = ServiceInfo {
+            name: self.name.clone(),
+            types: self.types.iter().map(|t| t.to_string()).collect(),
+            instance: ctx.address().to_string(),
+        };
+        let task = self.nats.shared.runtime.spawn(async move {
+            let client = &shared.client;
+            let (prefix, codec) = (&shared.prefix, &shared.codec);
+            let setup = async {
+                let info = codec.encode(&info)?;
+                let (svc, group, who) = (
+                    svc_wildcard(prefix, &name),
+                    svc_group(prefix, &name),
+                    who_subject(prefix, &name),
+                );
+                let requests = client
+                    .queue_subscribe(svc.clone(), group)
+                    .await
+                    .map_err(|e| transport_error(format!("nats: cannot subscribe to {svc}"), e))?;
+                let asks = client
+                    .subscribe(who.clone())
+                    .await
+                    .map_err(|e| transport_error(format!("nats: cannot subscribe to {who}"), e))?;
+                round_trip(client).await?;
+                let _ = client
+                    .publish(announce_subject(prefix, &name), info.clone())
+                    .await;
+                Ok::<_, Error>((requests, asks, info))
+            };
+            let (requests, mut asks, info) = match setup.await {
+                Ok(ready) => ready,
+                Err(e) => {
+                    let _ = me.send(Serving(Err(e)));
+                    return;
+                }
+            };
+            if me.send(Serving(Ok(()))).is_err() {
+                return;
+            }
+            let answer_asks = async {
+                while let Some(ask) = asks.next().await {
+                    if let Some(reply) = ask.reply {
+                        let _ = client.publish(reply, info.clone()).await;
+                    }
+                }
+            };
+            let stats = shared.stats.clone();
+            let each = |message| me.send(Incoming(message)).is_ok();
+            let serve = pump(requests, window, shared.window, me.clone(), stats, each);
+            futures_util::future::join(serve, answer_asks).await;
+        });
+        self.task.set(task.abort_handle());
+    }
+}
+
+/// Publishes the answer to a request on its reply subject.
+fn answer<T: Serialize, C: Codec>(
+    shared: &Shared<C>,
+    reply: &str,
+    result: std::result::Result<&T, &Error>,
+) {
+    let encoded = match result {
+        Ok(value) => shared.codec.encode(&WireReplyRef::Ok(value)),
+        Err(e) => shared
+            .codec
+            .encode(&WireReplyRef::<T>::Err(WireError::from_error(e))),
+    };
+    let encoded = encoded.or_else(|e| {
+        shared
+            .codec
+            .encode(&WireReplyRef::<T>::Err(WireError::from_error(&e)))
+    });
+    let sent = encoded.and_then(|payload| shared.publish(reply, None, payload));
+    if let Err(e) = sent {
+        Counters::add(&shared.stats.dead_letters, 1);
+        tracing::warn!(
+            reply,
+            error = e.as_dyn_error(),
+            "nats: a reply could not be sent"
+        );
+    }
+}
+
+impl<C: Codec> Actor for Service<C> {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        if let Err(e) = self.start(ctx) {
+            let _ = ctx.release_resource(BRIDGE_RESOURCE);
+            ctx.fail(e);
+        }
+    }
+
+    /// Unsubscribes, and answers what is still being served: its local
+    /// requests end with this actor, so no response would come.
+    fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.task.abort();
+        while ctx.resources_held(BRIDGE_RESOURCE) > 0 {
+            let _ = ctx.release_resource(BRIDGE_RESOURCE);
+        }
+        let why = format!("nats: service {:?} shut down", self.name);
+        let gone = Error::new(ErrorCode::Unreachable).with_context(why);
+        for (_, reply) in self.pending.drain() {
+            answer::<(), C>(&self.nats.shared, &reply, Err(&gone));
+        }
+    }
+}
