@@ -191,10 +191,11 @@ where
     key
 }
 
-/// Polls the futures woken since the last call; returns how many it polled.
-/// Called by the dispatch loop on every round (one branch while no future
-/// was ever started, one atomic load while none woke).
-pub(crate) fn poll_ready(core: &mut Core) -> usize {
+/// Polls the futures woken since the last call, at most `limit` (at least
+/// one); returns how many it polled. The rest stay first on the ready list,
+/// for the next round. Called by the dispatch loop on every round (one
+/// branch while no future was ever started, one atomic load while none woke).
+pub(crate) fn poll_ready(core: &mut Core, limit: usize) -> usize {
     let Some(table) = core.futures.0.as_mut() else {
         return 0;
     };
@@ -202,14 +203,21 @@ pub(crate) fn poll_ready(core: &mut Core) -> usize {
         return 0;
     }
     let mut keys = std::mem::take(&mut table.polling);
-    std::mem::swap(
-        &mut keys,
-        &mut table
+    {
+        let mut ready = table
             .ready
             .keys
             .lock()
-            .unwrap_or_else(PoisonError::into_inner),
-    );
+            .unwrap_or_else(PoisonError::into_inner);
+        std::mem::swap(&mut keys, &mut ready);
+        let limit = limit.max(1);
+        if keys.len() > limit {
+            // Over budget: the rest go back, ahead of later wakes.
+            ready.splice(0..0, keys.drain(limit..));
+            table.ready.any.store(true, Ordering::Release);
+            table.ready.locality.note_mail(); // `has_pending` says so
+        }
+    }
     let polled = keys.len();
     for key in keys.drain(..) {
         poll_one(core, key);

@@ -236,7 +236,7 @@ impl Locality {
         let mut done = 0;
         while done < budget && !core.is_finished() {
             core.drain_mail();
-            done += crate::future::poll_ready(core);
+            done += crate::future::poll_ready(core, budget - done);
             // Only the timers due when this round began: a timer that
             // re-arms itself at once waits for the next round, so it cannot
             // starve the queue, the inbox or the poll.

@@ -229,6 +229,13 @@ impl LocalityShared {
         }
     }
 
+    /// Marks mail as waiting, without waking anyone: for work the locality
+    /// leaves itself (futures woken beyond a dispatch's budget), seen by its
+    /// next look (`has_pending`, `poll_timeout`).
+    pub(crate) fn note_mail(&self) {
+        let _ = self.inbox.flag_mail();
+    }
+
     /// The loop is running (`false`) or about to block (`true`). Returns,
     /// when parking, whether mail came meanwhile (then it must not block).
     pub(crate) fn set_parked(&self, parked: bool) -> bool {
