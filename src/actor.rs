@@ -8,6 +8,7 @@ use crate::lifecycle;
 use crate::locality::Core;
 use crate::plugin::{Plugin, PluginState, Vote};
 use crate::subscription::Handler;
+use crate::queue::Lent;
 use crate::supervisor::SupervisorState;
 use smallvec::SmallVec;
 use std::any::Any;
@@ -376,8 +377,8 @@ where
     F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
 {
     #[inline]
-    fn call(&self, core: &mut Core, message: &dyn Any) {
-        let Some(message) = message.downcast_ref::<M>() else {
+    fn call(&self, core: &mut Core, message: Lent<'_>) {
+        let Some(message) = message.get::<M>() else {
             return;
         };
         let Ok(mut b) = self.actor.try_borrow_mut() else {

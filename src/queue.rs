@@ -29,11 +29,52 @@
 //!   used to move the envelope out, and forgotten before the envelope's
 //!   `deliver` (the only way to reach user code or the owner of the queue)
 //!   runs; so the delivery may push (and grow or move the buffer) freely.
+//! - **(lent)** A [`Lent`] is a `&'a M` with its type erased: it records
+//!   `TypeId::of::<M>()` beside the pointer and gives the reference back only
+//!   as that same `M`, for no longer than `'a`.
 
 #![allow(unsafe_code)]
 
+use std::any::TypeId;
 use std::marker::PhantomData;
 use std::mem::{MaybeUninit, align_of, size_of};
+
+/// A message lent to its handlers, its type erased: a `&'a M` that can be
+/// had back only as a `&'a M`. Like `&dyn Any`, but the check is a compare
+/// with a constant, not a call through a vtable (a handler runs once per
+/// delivery).
+#[derive(Clone, Copy)]
+pub(crate) struct Lent<'a> {
+    type_id: TypeId,
+    message: *const (),
+    _borrow: PhantomData<&'a ()>,
+}
+
+impl<'a> Lent<'a> {
+    /// Lends `message`.
+    #[inline(always)]
+    pub(crate) fn new<M: 'static>(message: &'a M) -> Lent<'a> {
+        Lent {
+            type_id: TypeId::of::<M>(),
+            message: (message as *const M).cast(),
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The message, if it is an `M`.
+    #[inline(always)]
+    pub(crate) fn get<M: 'static>(self) -> Option<&'a M> {
+        if self.type_id == TypeId::of::<M>() {
+            // SAFETY (lent): `message` came from a `&'a M'` in `new` with
+            // `TypeId::of::<M'>() == self.type_id == TypeId::of::<M>()`, so
+            // `M' == M` (both `'static`); the borrow lives for `'a`, which the
+            // returned reference does not outlive.
+            Some(unsafe { &*self.message.cast::<M>() })
+        } else {
+            None
+        }
+    }
+}
 
 /// Something queued that knows how to deliver itself to a context `C`.
 pub(crate) trait Envelope<C>: Sized + 'static {

@@ -356,3 +356,18 @@ proptest! {
         prop_assert_eq!(drops.get(), pushed);
     }
 }
+
+#[test]
+fn a_lent_message_comes_back_only_as_its_own_type() {
+    let text = String::from("hello");
+    let lent = Lent::new(&text);
+    assert_eq!(lent.get::<String>().map(String::as_str), Some("hello"));
+    assert!(lent.get::<&str>().is_none());
+    assert!(lent.get::<u64>().is_none());
+    let n = 7u8;
+    let lent = Lent::new(&n);
+    assert_eq!(lent.get::<u8>(), Some(&7));
+    assert!(lent.get::<i8>().is_none());
+    let unit = ();
+    assert!(Lent::new(&unit).get::<()>().is_some());
+}

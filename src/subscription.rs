@@ -20,13 +20,14 @@ use crate::arena::{Key, remove_key};
 use crate::dead_letter::DeadLetterReason;
 use crate::locality::Core;
 use crate::routing::{Found, Removed};
-use std::any::{Any, TypeId};
+use crate::queue::Lent;
+use std::any::TypeId;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// A subscribed handler, with its message type erased.
 pub(crate) trait Handler {
     /// Handles `message` (a `&M` of the type subscribed to).
-    fn call(&self, core: &mut Core, message: &dyn Any);
+    fn call(&self, core: &mut Core, message: Lent<'_>);
 }
 
 /// A handler as the routing table keeps it.
@@ -118,7 +119,7 @@ pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message
         && let Some(handler) = core.routes.take_handler(sub)
     {
         core.stats.delivered += 1;
-        handler.call(core, message);
+        handler.call(core, Lent::new(message));
         core.routes.put_handler(sub, handler);
         return;
     }
@@ -182,7 +183,7 @@ fn call<M: 'static>(core: &mut Core, sub: Key, message: &M) -> bool {
     let Some(handler) = core.routes.take_handler(sub) else {
         return false;
     };
-    handler.call(core, message);
+    handler.call(core, Lent::new(message));
     core.routes.put_handler(sub, handler);
     true
 }
@@ -211,8 +212,8 @@ impl<M, F> FnHandler<M, F> {
 }
 
 impl<M: 'static, F: Fn(&mut Core, &M) + 'static> Handler for FnHandler<M, F> {
-    fn call(&self, core: &mut Core, message: &dyn Any) {
-        if let Some(message) = message.downcast_ref::<M>() {
+    fn call(&self, core: &mut Core, message: Lent<'_>) {
+        if let Some(message) = message.get::<M>() {
             (self.f)(core, message);
         }
     }

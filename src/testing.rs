@@ -49,7 +49,6 @@ use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::{Core, Locality};
 use crate::subscription::Handler;
-use std::any::Any;
 use std::cell::RefCell;
 use std::fmt;
 use std::marker::PhantomData;
@@ -306,8 +305,8 @@ impl<M> fmt::Debug for Probe<M> {
 struct Record<M>(Rc<RefCell<Vec<M>>>, PhantomData<fn(M)>);
 
 impl<M: Clone + 'static> Handler for Record<M> {
-    fn call(&self, _: &mut Core, message: &dyn Any) {
-        if let Some(message) = message.downcast_ref::<M>() {
+    fn call(&self, _: &mut Core, message: crate::queue::Lent<'_>) {
+        if let Some(message) = message.get::<M>() {
             self.0.borrow_mut().push(message.clone());
         }
     }
