@@ -83,6 +83,7 @@ impl<T> Default for Arena<T> {
 
 impl<T> Arena<T> {
     /// Stores a value made from its own key.
+    #[inline(always)]
     pub(crate) fn insert_with(&mut self, make: impl FnOnce(Key) -> T) -> Key {
         let generation = self.next_generation;
         self.next_generation = self.next_generation.wrapping_add(1);
@@ -130,6 +131,7 @@ impl<T> Arena<T> {
     }
 
     /// Removes and returns the value, if the key is still current.
+    #[inline(always)]
     pub(crate) fn remove(&mut self, key: Key) -> Option<T> {
         if !self.contains(key) {
             return None;

@@ -97,6 +97,7 @@ impl<T> Timers<T> {
     /// (`Key::NONE`: empty). Timers of one `after` share a list, so `after`
     /// must be the duration the deadline was computed from, and the clock
     /// must never go back between two starts.
+    #[inline(always)]
     pub(crate) fn start(&mut self, due: Due, owner: Key, head: &mut Key, action: T) -> Key {
         let Due {
             deadline,
@@ -179,6 +180,7 @@ impl<T> Timers<T> {
 
     /// Removes a pending timer, `*head` being its owner's list; `None` if
     /// it already fired or was cancelled.
+    #[inline(always)]
     pub(crate) fn cancel(&mut self, key: Key, head: &mut Key) -> Option<Entry<T>> {
         let entry = self.take(key)?;
         self.detach(&entry, head);
@@ -187,6 +189,7 @@ impl<T> Timers<T> {
 
     /// Takes a timer out of its place and the arena (not yet out of its
     /// owner's list: see `detach`).
+    #[inline(always)]
     fn take(&mut self, key: Key) -> Option<Entry<T>> {
         let place = self.entries.get(key)?.place;
         match place {

@@ -35,23 +35,31 @@ enum Outcome {
     RequesterGone,
 }
 
-/// Ends a request without a reply: (core, request key, requester, request, how).
-type SettleFn = fn(&mut Core, Key, Key, PendingRequest, Outcome);
+/// A request waiting for its response, in the requester's locality: a
+/// handle on its payload, which knows the reply address, the server and how
+/// to end the request (one pointer pair, so a pending request's timer
+/// record stays small: it is moved on every start and settle).
+pub(crate) struct PendingRequest(Arc<dyn Pending>);
 
-/// A request waiting for its response, in the requester's locality.
-pub(crate) struct PendingRequest {
-    /// The reply address (of this locality).
-    reply_to: Key,
-    server: Server,
-    payload: Arc<dyn Any + Send + Sync>,
-    settle: SettleFn,
+/// What a pending request's payload does when the request ends without a reply.
+trait Pending: Send + Sync {
+    /// Ends the request without a reply: (core, request key, requester, how).
+    fn settle(self: Arc<Self>, core: &mut Core, key: Key, requester: Key, outcome: Outcome);
+}
+
+impl<R: Request> Pending for Payload<R> {
+    fn settle(self: Arc<Self>, core: &mut Core, key: Key, requester: Key, outcome: Outcome) {
+        settle(core, key, requester, self, outcome);
+    }
 }
 
 /// Where the server of a pending request is: an address of this locality
 /// is kept as its key (no `Arc` clone for a local request), another's as
 /// the address.
-enum Server {
+pub(crate) enum Server {
+    /// An address of the requester's locality.
     Here(Key),
+    /// An address of another locality.
     Elsewhere(Address),
 }
 
@@ -69,22 +77,17 @@ pub(crate) fn send<R: Request>(
     let Some(reply_address) = core.routes.address(reply_to).map(|a| &a.address) else {
         return RequestId::NONE; // not reachable: the caller checked the address
     };
-    let payload = core.payloads.take(payload, reply_address);
     let server = if to.locality_id() == core.id() {
         Server::Here(to.key())
     } else {
         Server::Elsewhere(to.clone())
     };
+    let payload = core.payloads.take(payload, reply_address, server);
     let Some(cell) = core.actors.get_mut(me) else {
         // Not reachable from a handler (its actor is live); refuse quietly.
         return RequestId::NONE;
     };
-    let pending = PendingRequest {
-        reply_to,
-        server,
-        payload: payload.clone(),
-        settle: settle::<R>,
-    };
+    let pending = PendingRequest(payload.clone());
     let head = &mut cell.rare().requests_head;
     let key = core.requests.start(due, me, head, pending);
     let id = RequestId {
@@ -148,25 +151,26 @@ pub(crate) fn cancel(core: &mut Core, me: Key, id: RequestId) -> bool {
     let Some((requester, pending)) = remove(core, id.key) else {
         return false;
     };
-    (pending.settle)(core, id.key, requester, pending, Outcome::Cancelled);
+    pending.0.settle(core, id.key, requester, Outcome::Cancelled);
     true
 }
 
 /// The request's timeout fired (it is out of the request set already).
 pub(crate) fn on_timeout(core: &mut Core, key: Key, pending: PendingRequest) {
-    (pending.settle)(core, key, Key::FRAMEWORK, pending, Outcome::Timeout);
+    pending.0.settle(core, key, Key::FRAMEWORK, Outcome::Timeout);
 }
 
 /// The requester is shutting down: its pending requests (the list that
 /// starts at `head`) end, and the servers are told.
 pub(crate) fn requester_gone(core: &mut Core, head: Key) {
     for (key, entry) in core.requests.cancel_all(head) {
-        (entry.action.settle)(core, key, entry.owner, entry.action, Outcome::RequesterGone);
+        entry.action.0.settle(core, key, entry.owner, Outcome::RequesterGone);
     }
 }
 
 /// Takes a pending request out of the request set (and its requester's
 /// list): its requester and what it keeps.
+#[inline(always)]
 fn remove(core: &mut Core, key: Key) -> Option<(Key, PendingRequest)> {
     let owner = core.requests.owner(key)?;
     let mut detached = Key::NONE;
@@ -178,26 +182,21 @@ fn settle<R: Request>(
     core: &mut Core,
     key: Key,
     requester: Key,
-    pending: PendingRequest,
+    request: Arc<Payload<R>>,
     outcome: Outcome,
 ) {
-    let Ok(request) = pending.payload.downcast::<Payload<R>>() else {
-        return;
-    };
     let id = RequestId {
         locality: core.id(),
         key,
     };
     // However it ends without a reply, the server is told: it may stop working
     // on it (a registry drops a waiting discovery, say).
-    let server = match pending.server {
-        Server::Here(key) => core.routes.address(key).map(|a| a.address.clone()),
-        Server::Elsewhere(address) => Some(address),
+    let server = match &request.server {
+        Server::Here(key) => core.routes.address(*key).map(|a| a.address.clone()),
+        Server::Elsewhere(address) => Some(address.clone()),
     };
-    let reply_to = core
-        .routes
-        .address(pending.reply_to)
-        .map(|a| a.address.clone());
+    let reply_key = request.reply_to.key();
+    let reply_to = core.routes.address(reply_key).map(|a| a.address.clone());
     if let Some(reply_to) = reply_to {
         let cancel = CancelRequest::<R> {
             id,
@@ -227,7 +226,7 @@ fn settle<R: Request>(
         })),
     };
     core.enqueue(ReplyEnvelope {
-        dest: pending.reply_to,
+        dest: reply_key,
         sender: Key::FRAMEWORK,
         response,
         settled: true,
@@ -289,7 +288,7 @@ impl Payloads {
     /// A payload holding `value`, replies going to `reply_to`: a spare
     /// allocation if there is one (its reply address is kept when it is the
     /// same, the common case: no `Address` clone).
-    fn take<R: Request>(&mut self, value: R, reply_to: &Address) -> Arc<Payload<R>> {
+    fn take<R: Request>(&mut self, value: R, reply_to: &Address, server: Server) -> Arc<Payload<R>> {
         let spare = self
             .by_type
             .get_mut(&TypeId::of::<R>())
@@ -299,6 +298,7 @@ impl Payloads {
             && let Some(payload) = Arc::get_mut(&mut arc)
         {
             payload.value = Some(value);
+            payload.server = server;
             if payload.reply_to != *reply_to {
                 payload.reply_to = reply_to.clone();
             }
@@ -307,6 +307,7 @@ impl Payloads {
         Arc::new(Payload {
             value: Some(value),
             reply_to: reply_to.clone(),
+            server,
         })
     }
 
@@ -317,6 +318,9 @@ impl Payloads {
             return; // a server keeps it (a deferred reply): dropped with the last holder
         };
         unique.value = None;
+        if let Server::Elsewhere(_) = unique.server {
+            unique.server = Server::Here(Key::NONE); // no address kept alive by a spare
+        }
         let pool = self
             .by_type
             .entry(TypeId::of::<R>())

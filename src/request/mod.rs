@@ -137,6 +137,9 @@ pub(crate) struct Payload<R> {
     /// clones no `Address` (a pooled allocation keeps it for the next
     /// request from the same address).
     pub(crate) reply_to: Address,
+    /// Where the request went (read by the requester only, to tell the
+    /// server when the request ends without a reply).
+    pub(crate) server: flow::Server,
 }
 
 impl<R> Payload<R> {
