@@ -34,11 +34,16 @@ impl fmt::Display for TimerId {
 /// How many durations get a list of their own at once.
 pub(crate) const MAX_LISTS: usize = 8;
 
+/// No entry: the end of a list. Links between entries are slot indices, not
+/// keys (a linked entry is always live, so no generation is needed), which
+/// keeps an entry small: it is moved on every start and cancel.
+const NIL: u32 = u32::MAX;
+
 /// Where a pending timer is kept.
 #[derive(Clone, Copy)]
 enum Place {
-    Heap(usize),
-    List { list: u8, prev: Key, next: Key },
+    Heap(u32),
+    List { list: u8, prev: u32, next: u32 },
 }
 
 /// When a timer is due: `deadline` is `now + after` (the caller saturates
@@ -57,21 +62,21 @@ pub(crate) struct Entry<T> {
     place: Place,
     pub(crate) owner: Key,
     /// The owner's list: the timer started before this one, and after.
-    older: Key,
-    newer: Key,
+    older: u32,
+    newer: u32,
     pub(crate) action: T,
 }
 
 /// The timers of one duration, oldest first.
 struct List {
     after: Duration,
-    head: Key,
-    tail: Key,
+    head: u32,
+    tail: u32,
 }
 
 impl List {
     fn is_empty(&self) -> bool {
-        self.head.is_none()
+        self.head == NIL
     }
 }
 
@@ -105,6 +110,7 @@ impl<T> Timers<T> {
             seq,
         } = due;
         let newest = *head;
+        let older = self.entries.get(newest).map_or(NIL, |_| newest.idx);
         let key = match self.list_for(after) {
             Some(list) => {
                 let tail = self.lists[list].tail;
@@ -114,21 +120,21 @@ impl<T> Timers<T> {
                     place: Place::List {
                         list: list as u8,
                         prev: tail,
-                        next: Key::NONE,
+                        next: NIL,
                     },
                     owner,
-                    older: newest,
-                    newer: Key::NONE,
+                    older,
+                    newer: NIL,
                     action,
                 });
-                match self.entries.get_mut(tail) {
+                match self.entries.get_mut_at(tail) {
                     Some(Entry {
                         place: Place::List { next, .. },
                         ..
-                    }) => *next = key,
-                    _ => self.lists[list].head = key,
+                    }) => *next = key.idx,
+                    _ => self.lists[list].head = key.idx,
                 }
-                self.lists[list].tail = key;
+                self.lists[list].tail = key.idx;
                 key
             }
             None => {
@@ -136,10 +142,10 @@ impl<T> Timers<T> {
                 let key = self.entries.insert(Entry {
                     deadline,
                     seq,
-                    place: Place::Heap(pos),
+                    place: Place::Heap(pos as u32),
                     owner,
-                    older: newest,
-                    newer: Key::NONE,
+                    older,
+                    newer: NIL,
                     action,
                 });
                 self.heap.push(key);
@@ -147,8 +153,8 @@ impl<T> Timers<T> {
                 key
             }
         };
-        if let Some(e) = self.entries.get_mut(newest) {
-            e.newer = key;
+        if let Some(e) = self.entries.get_mut_at(older) {
+            e.newer = key.idx;
         }
         *head = key;
         key
@@ -167,8 +173,8 @@ impl<T> Timers<T> {
             None if self.lists.len() < MAX_LISTS => {
                 self.lists.push(List {
                     after,
-                    head: Key::NONE,
-                    tail: Key::NONE,
+                    head: NIL,
+                    tail: NIL,
                 });
                 self.lists.len() - 1
             }
@@ -193,7 +199,7 @@ impl<T> Timers<T> {
     fn take(&mut self, key: Key) -> Option<Entry<T>> {
         let place = self.entries.get(key)?.place;
         match place {
-            Place::Heap(pos) => self.remove_at(pos),
+            Place::Heap(pos) => self.remove_at(pos as usize),
             Place::List { list, prev, next } => self.unlink(list, prev, next),
         }
         self.entries.remove(key)
@@ -201,12 +207,12 @@ impl<T> Timers<T> {
 
     /// Takes a removed timer out of its owner's list, whose head is `*head`.
     pub(crate) fn detach(&mut self, entry: &Entry<T>, head: &mut Key) {
-        if let Some(older) = self.entries.get_mut(entry.older) {
+        if let Some(older) = self.entries.get_mut_at(entry.older) {
             older.newer = entry.newer;
         }
-        match self.entries.get_mut(entry.newer) {
+        match self.entries.get_mut_at(entry.newer) {
             Some(newer) => newer.older = entry.older,
-            None => *head = entry.older,
+            None => *head = self.key_at(entry.older),
         }
     }
 
@@ -214,7 +220,7 @@ impl<T> Timers<T> {
     pub(crate) fn cancel_all(&mut self, mut head: Key) -> Vec<(Key, Entry<T>)> {
         let mut out = Vec::new();
         while let Some(entry) = self.take(head) {
-            let older = entry.older;
+            let older = self.key_at(entry.older);
             out.push((head, entry));
             head = older;
         }
@@ -222,16 +228,16 @@ impl<T> Timers<T> {
         out
     }
 
-    fn unlink(&mut self, list: u8, prev: Key, next: Key) {
+    fn unlink(&mut self, list: u8, prev: u32, next: u32) {
         let list = &mut self.lists[usize::from(list)];
-        match self.entries.get_mut(prev) {
+        match self.entries.get_mut_at(prev) {
             Some(Entry {
                 place: Place::List { next: n, .. },
                 ..
             }) => *n = next,
             _ => list.head = next,
         }
-        match self.entries.get_mut(next) {
+        match self.entries.get_mut_at(next) {
             Some(Entry {
                 place: Place::List { prev: p, .. },
                 ..
@@ -242,7 +248,7 @@ impl<T> Timers<T> {
 
     /// The earliest pending timer: its key, deadline and start sequence.
     pub(crate) fn earliest(&self) -> Option<(Key, Instant, u64)> {
-        let heads = self.lists.iter().map(|l| l.head);
+        let heads = self.lists.iter().map(|l| self.key_at(l.head));
         let top = self.heap.first().copied();
         heads
             .chain(top)
@@ -270,6 +276,11 @@ impl<T> Timers<T> {
         self.entries.len()
     }
 
+    /// The key of the live entry at slot `idx` (`Key::NONE` for [`NIL`]).
+    fn key_at(&self, idx: u32) -> Key {
+        self.entries.key_at(idx).unwrap_or(Key::NONE)
+    }
+
     pub(crate) fn owner(&self, key: Key) -> Option<Key> {
         self.entries.get(key).map(|e| e.owner)
     }
@@ -288,7 +299,7 @@ impl<T> Timers<T> {
         for pos in [a, b] {
             let key = self.heap[pos];
             if let Some(e) = self.entries.get_mut(key) {
-                e.place = Place::Heap(pos);
+                e.place = Place::Heap(pos as u32);
             }
         }
     }
