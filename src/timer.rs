@@ -84,6 +84,8 @@ impl List {
 pub(crate) struct Timers<T> {
     entries: Arena<Entry<T>>,
     lists: SmallVec<[List; 2]>,
+    /// The list used last (a hint: checked before use).
+    last: u8,
     heap: Vec<Key>,
 }
 
@@ -92,6 +94,7 @@ impl<T> Default for Timers<T> {
         Timers {
             entries: Arena::default(),
             lists: SmallVec::new(),
+            last: 0,
             heap: Vec::new(),
         }
     }
@@ -162,8 +165,20 @@ impl<T> Timers<T> {
 
     /// The list of timers of duration `after`: the one it has, or an empty
     /// one taken for it; `None` if every list is in use by other durations.
-    #[inline]
+    #[inline(always)]
     fn list_for(&mut self, after: Duration) -> Option<usize> {
+        // Most starts use the duration of the one before (a request timeout).
+        let last = usize::from(self.last);
+        if self.lists.get(last).is_some_and(|l| l.after == after) {
+            return Some(last);
+        }
+        let i = self.find_list(after)?;
+        self.last = i as u8;
+        Some(i)
+    }
+
+    /// The list for timers of `after`, made if there is room.
+    fn find_list(&mut self, after: Duration) -> Option<usize> {
         if let Some(i) = self.lists.iter().position(|l| l.after == after) {
             return Some(i);
         }
