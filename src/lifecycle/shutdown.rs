@@ -1,0 +1,185 @@
+//! The shutdown half of the lifecycle: an actor asks for its own shutdown
+//! or fails, its supervisor (or the locality, for a root) asks it to shut
+//! down, it votes with its plugins until all are ready, and it finishes:
+//! its hooks run, its children, addresses and timers go, and its supervisor
+//! hears `ChildDown`.
+
+use super::{SystemMsg, enter, set_cell_state, state, to_self};
+use crate::actor::{ActorState, Hook, call_hook};
+use crate::arena::Key;
+use crate::error::Error;
+use crate::locality::Core;
+use crate::locality::fire::TimerAction;
+use crate::plugin::watch::{self, LifecycleEvent};
+use crate::plugin::{self, Vote, external, link};
+use crate::supervisor::{self, ChildId};
+
+/// The actor asks to be shut down: through its supervisor, or directly for a root.
+pub(crate) fn request_own_shutdown(core: &mut Core, me: Key, reason: Error) {
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
+    if cell.state >= ActorState::ShuttingDown {
+        return;
+    }
+    match &cell.parent {
+        Some(parent) => {
+            let (to, slot, child) = (
+                parent.address.clone(),
+                parent.slot,
+                ChildId::of(&cell.address),
+            );
+            core.send_system(
+                &to,
+                SystemMsg::ShutdownTrigger {
+                    child: Some((slot, child)),
+                    reason,
+                },
+            );
+        }
+        None => to_self(core, me, SystemMsg::ShutdownRequest { reason }),
+    }
+}
+
+/// A failure reported by the actor itself.
+pub(crate) fn fail(core: &mut Core, me: Key, error: Error) {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
+    match cell.state {
+        ActorState::New | ActorState::Initializing => {
+            cell.rare().init_failure.get_or_insert(error);
+            to_self(core, me, SystemMsg::Poll);
+        }
+        ActorState::Initialized | ActorState::Operational => request_own_shutdown(core, me, error),
+        ActorState::ShuttingDown | ActorState::ShutDown => {}
+    }
+}
+
+/// Starts shutting the actor down (once; later requests are ignored).
+pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
+    let before = cell.state;
+    if before >= ActorState::ShuttingDown {
+        return;
+    }
+    cell.reason = Some(reason);
+    let timer = cell.rare.as_deref().and_then(|r| {
+        let after = r.config.shutdown_timeout?;
+        Some((after, TimerAction::ShutdownTimeout))
+    });
+    if enter(core, me, ActorState::ShuttingDown, timer) {
+        let reason = core.actors.get(me).and_then(|c| c.reason.clone());
+        let event = LifecycleEvent::ShuttingDown(reason.unwrap_or_else(Error::normal));
+        watch::notify(core, me, event);
+    }
+    if before >= ActorState::Initializing {
+        call_hook(core, me, Hook::ShutdownStart);
+    }
+    // A plain actor (no plugin state, no children: most leaves) has
+    // nothing to deregister, unsubscribe, stop or unlink.
+    let plain = core
+        .actors
+        .get(me)
+        .is_some_and(|c| c.rare.is_none() && c.supervisor.is_none());
+    if !plain {
+        crate::plugin::registry::deregister_all(core, me);
+        external::unsubscribe_all(core, me);
+        supervisor::shutdown_children(core, me);
+        link::unlink_clients(core, me);
+    }
+    try_shutdown(core, me);
+}
+
+/// Counts the shutdown votes (in reverse plugin order); finishes when all are ready.
+pub(crate) fn try_shutdown(core: &mut Core, me: Key) {
+    if state(core, me) != Some(ActorState::ShuttingDown) {
+        return;
+    }
+    match plugin::shutdown_vote(core, me) {
+        Vote::Ready => finish_shutdown(core, me),
+        Vote::Pending => {}
+        Vote::Failed(error) => core.contract_violation(error),
+    }
+}
+
+fn finish_shutdown(core: &mut Core, me: Key) {
+    // As in rotor, `shutdown_finish` sees SHUT_DOWN.
+    if let Some(cell) = core.actors.get_mut(me) {
+        set_cell_state(cell, ActorState::ShutDown);
+        if let Some(key) = cell
+            .rare
+            .as_deref_mut()
+            .and_then(|r| r.lifecycle_timer.take())
+        {
+            core.cancel_timer(key);
+        }
+    }
+    call_hook(core, me, Hook::ShutdownFinish);
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
+    let main = cell.address.key();
+    if let Some(rare) = cell.rare.as_deref_mut() {
+        let (subscriptions, timers, requests, identities) = (
+            std::mem::take(&mut rare.foreign_subscriptions),
+            std::mem::take(&mut rare.timers_head),
+            std::mem::take(&mut rare.requests_head),
+            std::mem::take(&mut rare.identities),
+        );
+        for sub in subscriptions {
+            crate::subscription::unsubscribe(core, sub);
+        }
+        core.timers.cancel_all(timers);
+        crate::request::requester_gone(core, requests);
+        for address in identities {
+            crate::subscription::remove_address(core, address);
+        }
+    }
+    crate::subscription::remove_address(core, main);
+    crate::future::actor_gone(core, me);
+    let Some(mut cell) = core.actors.remove(me) else {
+        return;
+    };
+    if let Some(plugins) = cell.plugins_ref() {
+        link::notify_servers(core, &cell.address, plugins);
+        core.io.borrow_mut().forget(plugins.io.iter().copied());
+    }
+    let reason = cell.reason.take().unwrap_or_else(Error::normal);
+    watch::finished(core, &mut cell, &reason);
+    let actor = &cell.actor;
+    let restart =
+        crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false);
+    tracing::debug!(actor = %cell.address, reason = reason.as_dyn_error(), "shut down");
+    let (parent, child, leaf) = (
+        cell.parent.take(),
+        ChildId::of(&cell.address),
+        cell.supervisor.is_none(),
+    );
+    // The actor's own `Drop` is user code. It goes before its supervisor
+    // hears of it, which may finish the supervisor at once.
+    let _ = crate::actor::guarded(core, me, || drop(cell));
+    let Some(parent) = parent else {
+        return core.unanchor(Some(reason));
+    };
+    let reason = match leaf {
+        true => match supervisor::local::report_down(core, &parent, child, reason, restart) {
+            Ok(()) => return,
+            Err(reason) => reason,
+        },
+        false => reason,
+    };
+    let down = SystemMsg::ChildDown {
+        slot: parent.slot,
+        child,
+        reason,
+        restart,
+    };
+    core.send_system(&parent.address, down);
+    if parent.address.locality_id() != core.id() {
+        core.unanchor(None);
+    }
+}
+
