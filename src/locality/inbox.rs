@@ -311,7 +311,8 @@ impl Inbox {
     }
 
     /// Moves everything urgent and about `user_limit` user messages into `into`,
-    /// urgent first, each lane in the order posted.
+    /// urgent first, each lane in the order posted: an urgent item posted
+    /// (by any thread) before a user message taken here is taken too.
     pub(crate) fn take(&self, into: &mut Vec<Box<dyn Remote>>, user_limit: usize) {
         self.flags.wake_pending.store(false, SeqCst);
         let user_limit = user_limit as u64;
@@ -326,6 +327,7 @@ impl Inbox {
                 into.push(mail.open());
                 urgent += 1;
             }
+            let urgent_end = into.len();
             // A run is taken whole: the limit may be passed by one run.
             while user < user_limit {
                 let mail = match lanes.rest.next() {
@@ -344,6 +346,21 @@ impl Inbox {
             }
             if user >= user_limit {
                 more = true;
+            }
+            if user > 0 {
+                // Framework traffic posted before a user message taken here
+                // goes before it, even if it was posted after the urgent
+                // lane was drained: a spawn request before a message to the
+                // child's address (known at once, `spawn_on`), say.
+                let before = into.len();
+                while let Ok(mail) = lanes.urgent.try_recv() {
+                    into.push(mail.open());
+                    urgent += 1;
+                }
+                let late = into.len() - before;
+                if late > 0 {
+                    into[urgent_end..].rotate_right(late);
+                }
             }
         }
         if urgent + user > 0 {
