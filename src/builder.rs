@@ -447,7 +447,8 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
     /// Errors: as [`Builder::finish`], and [`ErrorCode::LocalityFinished`] if
     /// the other locality has finished (nothing is reserved or sent).
     pub fn finish(self) -> Result<Address> {
-        self.finish_pending().map(|pending| pending.address().clone())
+        self.finish_pending()
+            .map(|pending| pending.address().clone())
     }
 
     /// As [`finish`](Builder::finish-1), but returns a [`PendingChild`]: the

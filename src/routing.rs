@@ -510,6 +510,37 @@ mod tests {
     }
 
     #[test]
+    fn a_far_address_routes_like_any_other_and_its_stale_key_misses() {
+        let mut r = routes();
+        let near = r.add_address(|_| "near");
+        let far = Key {
+            idx: FAR + 3,
+            generation: 9,
+        };
+        assert!(is_far(far) && !is_far(near) && !is_far(Key::NONE));
+        assert!(matches!(r.find(far, TypeId::of::<A>()), Found::Stale));
+        assert!(r.add_far_address(far, "far"));
+        assert!(!r.add_far_address(far, "again"), "taken");
+        let s = r.subscribe(far, TypeId::of::<A>(), Key::NONE, 1).unwrap();
+        assert_eq!(ids(&r, far, TypeId::of::<A>()), [s]);
+        assert_eq!(r.address(far), Some(&"far"));
+        assert_eq!(r.addresses(), 2);
+        let newer = Key {
+            generation: 10,
+            ..far
+        };
+        assert!(matches!(r.find(newer, TypeId::of::<A>()), Found::Stale));
+        assert!(!r.far_vacant(newer), "the index is in use");
+        let (data, removed) = r.remove_address(far).unwrap();
+        assert_eq!((data, removed.len()), ("far", 1));
+        assert!(matches!(r.find(far, TypeId::of::<A>()), Found::Stale));
+        assert_eq!((r.addresses(), r.subscriptions()), (1, 0));
+        assert!(r.far.slots.is_empty(), "no trailing vacant slots kept");
+        assert!(r.add_far_address(newer, "newer"));
+        assert_eq!(r.address(far), None, "the old key stays stale");
+    }
+
+    #[test]
     fn removing_an_address_removes_its_subscriptions_and_stale_keys_miss() {
         let mut r = routes();
         let a = r.add_address(|_| "a");

@@ -125,7 +125,8 @@ fn spawn_from<A: Actor>(
         match reserved {
             Some(address) => {
                 made = Some(address.clone());
-                let added = routes.add_far_address(address.key(), AddressInfo { owner: me, address });
+                let added =
+                    routes.add_far_address(address.key(), AddressInfo { owner: me, address });
                 debug_assert!(added, "checked above");
             }
             None => {
@@ -308,12 +309,14 @@ impl Drop for Resolver {
 struct Reservation(Option<Address>);
 
 impl Reservation {
-    /// The child was made, or not: a key no address was made at is given back.
-    fn settle(mut self, core: &Core) {
-        if let Some(at) = &self.0
-            && core.routes.address(at.key()).is_some()
-        {
+    /// The child was made, or not: a key no address was made at is given
+    /// back (its name kept for inspection lines and dead letters about it).
+    fn settle(mut self, core: &mut Core) {
+        let Some(at) = &self.0 else { return };
+        if core.routes.address(at.key()).is_some() {
             self.0 = None; // made: the key goes with its address
+        } else if core.inspect.level > 0 || core.dead_letters.is_some() {
+            core.inspect.forget(at.key(), at.to_string());
         }
     }
 }
@@ -416,7 +419,13 @@ pub(crate) fn spawn_elsewhere<A: Actor>(
         true => {
             let key = shared.reserve_key()?;
             let name = settings.name.clone();
-            Some(Address::new(shared.clone(), key, name, shared.next_seq(), None))
+            Some(Address::new(
+                shared.clone(),
+                key,
+                name,
+                shared.next_seq(),
+                None,
+            ))
         }
         false => None,
     };

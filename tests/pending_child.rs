@@ -38,7 +38,11 @@ fn a_child_made_elsewhere_is_reached_through_its_pending_handle() {
     assert_eq!(l1.state_of(&far), None);
     l0.run_until_idle(clock.at(0));
     l1.run_until_idle(clock.at(0));
-    assert_eq!(pending.result().unwrap().unwrap(), far, "made by L1's dispatch");
+    assert_eq!(
+        pending.result().unwrap().unwrap(),
+        far,
+        "made by L1's dispatch"
+    );
     assert_eq!(l1.state_of(&far), Some(ActorState::Initialized));
     assert_eq!(format!("{pending:?}"), "PendingChild(L1/far#1: made)");
     for _ in 0..3 {
