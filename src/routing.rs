@@ -169,6 +169,8 @@ struct Far<T> {
 }
 
 impl<T> Far<T> {
+    #[cold]
+    #[inline(never)]
     fn get(&self, key: Key) -> Option<&Slot<T>> {
         match self.slots.get(key.idx.wrapping_sub(FAR) as usize)? {
             Some((generation, slot)) if *generation == key.generation => Some(slot),
@@ -176,6 +178,8 @@ impl<T> Far<T> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn get_mut(&mut self, key: Key) -> Option<&mut Slot<T>> {
         match self.slots.get_mut(key.idx.wrapping_sub(FAR) as usize)? {
             Some((generation, slot)) if *generation == key.generation => Some(slot),
@@ -221,20 +225,17 @@ impl<T, H> Routes<T, H> {
     fn slot(&self, key: Key) -> Option<&Slot<T>> {
         match self.slots.get(key) {
             Some(slot) => Some(slot),
-            None => self.far_slot(key),
+            None => self.far.get(key),
         }
     }
 
-    #[cold]
-    #[inline(never)]
-    fn far_slot(&self, key: Key) -> Option<&Slot<T>> {
-        self.far.get(key)
-    }
-
+    /// As [`slot`](Self::slot), mutable (a far key misses the arena: its
+    /// index is past the end).
+    #[inline(always)]
     fn slot_mut(&mut self, key: Key) -> Option<&mut Slot<T>> {
-        match is_far(key) {
-            true => self.far.get_mut(key),
-            false => self.slots.get_mut(key),
+        match self.slots.get_mut(key) {
+            Some(slot) => Some(slot),
+            None => self.far.get_mut(key),
         }
     }
 
@@ -293,9 +294,9 @@ impl<T, H> Routes<T, H> {
     /// Removes an address and every subscription on it (their handlers are
     /// dropped, except one that is running: it is dropped when put back).
     pub(crate) fn remove_address(&mut self, key: Key) -> Option<(T, SmallVec<[Removed; 2]>)> {
-        let slot = match is_far(key) {
-            true => self.far.remove(key)?,
-            false => self.slots.remove(key)?,
+        let slot = match self.slots.remove(key) {
+            Some(slot) => slot,
+            None => self.far.remove(key)?,
         };
         let mut removed = SmallVec::new();
         for channel in slot.channels() {

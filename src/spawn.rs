@@ -215,10 +215,11 @@ type MakeThere = Box<dyn FnOnce(&mut Core, ParentLink, Option<Address>) -> Resul
 /// ([`DeadLetterReason::StaleAddress`](crate::DeadLetterReason::StaleAddress)),
 /// and a watch on it answers `Gone`.
 ///
-/// An actor need not wait for the outcome: its supervisor hears it in
-/// [`Actor::on_child_init`] (and a failed spawn in
-/// [`Actor::on_child_shutdown`]). A restarted child is a new instance at a
-/// new address; the handle keeps the first.
+/// An actor need not wait for the outcome: its supervisor hears the child's
+/// init in [`Actor::on_child_init`], and a spawn that failed goes to its
+/// restart policy and init-failure policy (as a child that went down, but
+/// without the hooks). A restarted child is a new instance at a new
+/// address; the handle keeps the first.
 #[derive(Clone)]
 pub struct PendingChild {
     address: Address,
