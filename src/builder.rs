@@ -434,15 +434,27 @@ impl<'a, A: Actor> Builder<'a, A> {
 
 impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
     /// Asks the other locality to make the actor, as a child of this
-    /// supervisor. Its address is made there: the [`PendingChild`] returned
-    /// resolves to it once that locality has made the child, and the
-    /// supervisor hears it in [`Actor::on_child_init`] (see
-    /// [`PendingChild`] for why it cannot be known now). A registry
-    /// ([`register_as`](Builder::register_as)) finds it by name too.
+    /// supervisor, and returns its address at once: reserved on that
+    /// locality, so messages sent to it now are not lost (they reach the
+    /// child once it is made, after its `init_start`, as for a child made
+    /// here). The supervisor hears the child's init in
+    /// [`Actor::on_child_init`]. If that locality cannot make it (it
+    /// finishes first, the factory panics), messages to the address are
+    /// dead letters ([`StaleAddress`](crate::DeadLetterReason::StaleAddress))
+    /// and a watch on it answers `Gone`; to learn that outcome where the
+    /// supervisor is not, use [`finish_pending`](Builder::finish_pending).
     ///
     /// Errors: as [`Builder::finish`], and [`ErrorCode::LocalityFinished`] if
-    /// the other locality has finished.
-    pub fn finish(self) -> Result<PendingChild> {
+    /// the other locality has finished (nothing is reserved or sent).
+    pub fn finish(self) -> Result<Address> {
+        self.finish_pending()
+            .map(|pending| pending.address().clone())
+    }
+
+    /// As [`finish`](Builder::finish-1), but returns a [`PendingChild`]: the
+    /// address, and the outcome of the spawn once the other locality has
+    /// handled it (`result`, or `wait` from another thread).
+    pub fn finish_pending(self) -> Result<PendingChild> {
         let Prepared {
             core,
             parent,
@@ -456,6 +468,7 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
         };
         let (link, slot) = child_slot(core, parent);
         let pending = spawn_elsewhere(
+            core,
             &handle,
             link.address.clone(),
             slot,
@@ -465,8 +478,9 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
         )?
         .expect("the first spawn is pending");
         let respawn = (supervision.policy != RestartPolicy::Never).then(|| {
-            Box::new(move |_: &mut Core, link: ParentLink| {
+            Box::new(move |core: &mut Core, link: ParentLink| {
                 spawn_elsewhere(
+                    core,
                     &handle,
                     link.address,
                     link.slot,

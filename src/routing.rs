@@ -147,10 +147,63 @@ pub(crate) struct Removed {
     pub(crate) owner: Key,
 }
 
+/// Address keys from this index up (below `FAR + MAX_FAR`) are *far*: chosen
+/// outside the table (reserved by another thread for a child it spawns
+/// here, see `LocalityShared::reserve_key`), not handed out by its arena,
+/// whose indices stay below 2^31 while fewer addresses live.
+pub(crate) const FAR: u32 = 1 << 31;
+/// How many far keys may be reserved at once.
+pub(crate) const MAX_FAR: u32 = 1 << 30;
+
+/// `true` for a far key (see [`FAR`]).
+#[inline]
+pub(crate) fn is_far(key: Key) -> bool {
+    key.idx.wrapping_sub(FAR) < MAX_FAR
+}
+
+/// Addresses at far keys: slot `idx - FAR`, with the key's generation.
+/// Never longer than the highest far index in use (plus one).
+struct Far<T> {
+    slots: Vec<Option<(u32, Slot<T>)>>,
+    len: usize,
+}
+
+impl<T> Far<T> {
+    #[cold]
+    #[inline(never)]
+    fn get(&self, key: Key) -> Option<&Slot<T>> {
+        match self.slots.get(key.idx.wrapping_sub(FAR) as usize)? {
+            Some((generation, slot)) if *generation == key.generation => Some(slot),
+            _ => None,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_mut(&mut self, key: Key) -> Option<&mut Slot<T>> {
+        match self.slots.get_mut(key.idx.wrapping_sub(FAR) as usize)? {
+            Some((generation, slot)) if *generation == key.generation => Some(slot),
+            _ => None,
+        }
+    }
+
+    fn remove(&mut self, key: Key) -> Option<Slot<T>> {
+        self.get(key)?;
+        let i = (key.idx - FAR) as usize;
+        let (_, slot) = self.slots[i].take()?;
+        self.len -= 1;
+        while let Some(None) = self.slots.last() {
+            self.slots.pop();
+        }
+        Some(slot)
+    }
+}
+
 /// Addresses and subscriptions of one locality.
 pub(crate) struct Routes<T, H> {
     slots: Arena<Slot<T>>,
     subs: Arena<Sub<H>>,
+    far: Far<T>,
 }
 
 impl<T, H> Default for Routes<T, H> {
@@ -158,35 +211,93 @@ impl<T, H> Default for Routes<T, H> {
         Routes {
             slots: Arena::default(),
             subs: Arena::default(),
+            far: Far {
+                slots: Vec::new(),
+                len: 0,
+            },
         }
     }
 }
 
 impl<T, H> Routes<T, H> {
+    /// The slot of a live address: in the arena, else (cold) a far one.
+    #[inline(always)]
+    fn slot(&self, key: Key) -> Option<&Slot<T>> {
+        match self.slots.get(key) {
+            Some(slot) => Some(slot),
+            None => self.far.get(key),
+        }
+    }
+
+    /// As [`slot`](Self::slot), mutable (a far key misses the arena: its
+    /// index is past the end).
+    #[inline(always)]
+    fn slot_mut(&mut self, key: Key) -> Option<&mut Slot<T>> {
+        match self.slots.get_mut(key) {
+            Some(slot) => Some(slot),
+            None => self.far.get_mut(key),
+        }
+    }
+
     /// Adds an address whose data is made from its key.
     pub(crate) fn add_address(&mut self, make: impl FnOnce(Key) -> T) -> Key {
-        self.slots.insert_with(|key| Slot {
+        let key = self.slots.insert_with(|key| Slot {
             data: make(key),
             first: Channel::new(TypeId::of::<NoType>(), Key::NONE),
             more: Spill::new(),
-        })
+        });
+        debug_assert!(!is_far(key), "2^31 live addresses");
+        key
+    }
+
+    /// `true` if an address can be added at the far key `key` (its slot is free).
+    pub(crate) fn far_vacant(&self, key: Key) -> bool {
+        is_far(key)
+            && self
+                .far
+                .slots
+                .get((key.idx - FAR) as usize)
+                .is_none_or(Option::is_none)
+    }
+
+    /// Adds an address at the far key `key` (see [`far_vacant`](Self::far_vacant));
+    /// `false` (nothing added) if it cannot be there.
+    pub(crate) fn add_far_address(&mut self, key: Key, data: T) -> bool {
+        if !self.far_vacant(key) {
+            return false;
+        }
+        let i = (key.idx - FAR) as usize;
+        if self.far.slots.len() <= i {
+            self.far.slots.resize_with(i + 1, || None);
+        }
+        let slot = Slot {
+            data,
+            first: Channel::new(TypeId::of::<NoType>(), Key::NONE),
+            more: Spill::new(),
+        };
+        self.far.slots[i] = Some((key.generation, slot));
+        self.far.len += 1;
+        true
     }
 
     /// The data of an address, if it is live.
     #[inline]
     pub(crate) fn address(&self, key: Key) -> Option<&T> {
-        self.slots.get(key).map(|s| &s.data)
+        self.slot(key).map(|s| &s.data)
     }
 
     /// The data of an address, if it is live.
     pub(crate) fn address_mut(&mut self, key: Key) -> Option<&mut T> {
-        self.slots.get_mut(key).map(|s| &mut s.data)
+        self.slot_mut(key).map(|s| &mut s.data)
     }
 
     /// Removes an address and every subscription on it (their handlers are
     /// dropped, except one that is running: it is dropped when put back).
     pub(crate) fn remove_address(&mut self, key: Key) -> Option<(T, SmallVec<[Removed; 2]>)> {
-        let slot = self.slots.remove(key)?;
+        let slot = match self.slots.remove(key) {
+            Some(slot) => slot,
+            None => self.far.remove(key)?,
+        };
         let mut removed = SmallVec::new();
         for channel in slot.channels() {
             for sub in channel.subs() {
@@ -211,15 +322,13 @@ impl<T, H> Routes<T, H> {
         owner: Key,
         handler: H,
     ) -> Option<Key> {
-        if !self.slots.contains(address) {
-            return None;
-        }
+        self.slot(address)?;
         let sub = self.subs.insert(Sub {
             address,
             owner,
             handler: Some(handler),
         });
-        let slot = self.slots.get_mut(address)?;
+        let slot = self.slot_mut(address)?;
         if slot.first.type_id == type_id {
             slot.first.more.push(sub);
         } else if let Some(channel) = slot
@@ -241,7 +350,7 @@ impl<T, H> Routes<T, H> {
     /// running, dropped when put back); `None` if it was gone.
     pub(crate) fn unsubscribe(&mut self, sub: Key) -> Option<Removed> {
         let record = self.subs.remove(sub)?;
-        if let Some(slot) = self.slots.get_mut(record.address) {
+        if let Some(slot) = self.slot_mut(record.address) {
             if slot.first.holds(sub) {
                 if slot.first.remove(sub) {
                     slot.first = match slot.more.is_empty() {
@@ -270,7 +379,7 @@ impl<T, H> Routes<T, H> {
     /// Who hears a message of `type_id` sent to `address`.
     #[inline(always)]
     pub(crate) fn find(&self, address: Key, type_id: TypeId) -> Found {
-        let Some(slot) = self.slots.get(address) else {
+        let Some(slot) = self.slot(address) else {
             return Found::Stale;
         };
         match slot.channel(type_id) {
@@ -284,7 +393,7 @@ impl<T, H> Routes<T, H> {
     /// copy: the channel may change while they run).
     pub(crate) fn subscribers(&self, address: Key, type_id: TypeId) -> SmallVec<[Key; 8]> {
         let mut subs = SmallVec::new();
-        if let Some(channel) = self.slots.get(address).and_then(|s| s.channel(type_id)) {
+        if let Some(channel) = self.slot(address).and_then(|s| s.channel(type_id)) {
             subs.push(channel.first);
             subs.extend_from_slice(channel.more.as_slice());
         }
@@ -313,7 +422,7 @@ impl<T, H> Routes<T, H> {
 
     /// Live addresses.
     pub(crate) fn addresses(&self) -> usize {
-        self.slots.len()
+        self.slots.len() + self.far.len
     }
 
     /// Live subscriptions.
@@ -399,6 +508,37 @@ mod tests {
         assert!(!r.put_handler(s, h));
         assert!(matches!(r.find(a, TypeId::of::<A>()), Found::NoSubscriber));
         assert_eq!(r.subscriptions(), 0);
+    }
+
+    #[test]
+    fn a_far_address_routes_like_any_other_and_its_stale_key_misses() {
+        let mut r = routes();
+        let near = r.add_address(|_| "near");
+        let far = Key {
+            idx: FAR + 3,
+            generation: 9,
+        };
+        assert!(is_far(far) && !is_far(near) && !is_far(Key::NONE));
+        assert!(matches!(r.find(far, TypeId::of::<A>()), Found::Stale));
+        assert!(r.add_far_address(far, "far"));
+        assert!(!r.add_far_address(far, "again"), "taken");
+        let s = r.subscribe(far, TypeId::of::<A>(), Key::NONE, 1).unwrap();
+        assert_eq!(ids(&r, far, TypeId::of::<A>()), [s]);
+        assert_eq!(r.address(far), Some(&"far"));
+        assert_eq!(r.addresses(), 2);
+        let newer = Key {
+            generation: 10,
+            ..far
+        };
+        assert!(matches!(r.find(newer, TypeId::of::<A>()), Found::Stale));
+        assert!(!r.far_vacant(newer), "the index is in use");
+        let (data, removed) = r.remove_address(far).unwrap();
+        assert_eq!((data, removed.len()), ("far", 1));
+        assert!(matches!(r.find(far, TypeId::of::<A>()), Found::Stale));
+        assert_eq!((r.addresses(), r.subscriptions()), (1, 0));
+        assert!(r.far.slots.is_empty(), "no trailing vacant slots kept");
+        assert!(r.add_far_address(newer, "newer"));
+        assert_eq!(r.address(far), None, "the old key stays stale");
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub(crate) fn spawn_instance<A: Actor>(
     actor: A,
 ) -> Result<Address> {
     let plugins = make_plugins(&spec.plugins);
-    spawn_from(core, parent, spec.settings.clone(), plugins, actor)
+    spawn_from(core, parent, spec.settings.clone(), plugins, actor, None)
 }
 
 /// Makes the one instance of an actor `spec` is for: its settings (the
@@ -63,7 +63,7 @@ pub(crate) fn spawn_once<A: Actor>(
     actor: A,
 ) -> Result<Address> {
     let plugins = make_plugins(&spec.plugins);
-    spawn_from(core, parent, spec.settings, plugins, actor)
+    spawn_from(core, parent, spec.settings, plugins, actor, None)
 }
 
 fn make_plugins<A: Actor>(prototypes: &[PluginFactory<A>]) -> Vec<Box<dyn Plugin<A>>> {
@@ -73,14 +73,16 @@ fn make_plugins<A: Actor>(prototypes: &[PluginFactory<A>]) -> Vec<Box<dyn Plugin
     }
 }
 
-/// Makes one instance of an actor: its cell, its address, its `Init`, and
-/// (for a supervisor made `with_registry`) its registry child.
+/// Makes one instance of an actor: its cell, its address (at `reserved`,
+/// a far key another thread reserved for it, or a new one), its `Init`,
+/// and (for a supervisor made `with_registry`) its registry child.
 fn spawn_from<A: Actor>(
     core: &mut Core,
     parent: Option<ParentLink>,
     settings: Settings,
     plugins: Vec<Box<dyn Plugin<A>>>,
     actor: A,
+    reserved: Option<Address>,
 ) -> Result<Address> {
     let Settings {
         name,
@@ -90,8 +92,18 @@ fn spawn_from<A: Actor>(
         explicit_registry,
         register_as,
     } = settings;
+    if let Some(at) = reserved
+        .as_ref()
+        .filter(|at| !core.routes.far_vacant(at.key()))
+    {
+        let why = format!("{at}: the address reserved for it is taken");
+        return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+    }
     let boxed = ActorBox::new(actor, plugins, register_as);
-    let seq = core.next_seq();
+    let seq = match &reserved {
+        Some(_) => 0, // the reserved address has its number
+        None => core.next_seq(),
+    };
     let rare = (config != ActorConfig::default()).then(|| {
         Box::new(Rare {
             config,
@@ -110,11 +122,21 @@ fn spawn_from<A: Actor>(
     } = core;
     let mut made = None;
     let me = actors.insert_with(|me| {
-        routes.add_address(|key| {
-            let address = Address::new(shared.clone(), key, name, seq, None);
-            made = Some(address.clone());
-            AddressInfo { owner: me, address }
-        });
+        match reserved {
+            Some(address) => {
+                made = Some(address.clone());
+                let added =
+                    routes.add_far_address(address.key(), AddressInfo { owner: me, address });
+                debug_assert!(added, "checked above");
+            }
+            None => {
+                routes.add_address(|key| {
+                    let address = Address::new(shared.clone(), key, name, seq, None);
+                    made = Some(address.clone());
+                    AddressInfo { owner: me, address }
+                });
+            }
+        }
         ActorCell {
             actor: Rc::new(RefCell::new(boxed)),
             address: made.clone().expect("made by add_address"),
@@ -175,27 +197,39 @@ fn start_lifecycle(core: &mut Core, actor: Key, address: &Address) {
 /// A factory that other threads may call: the actor is made where it lives.
 pub(crate) type SharedFactory<A> = Arc<Mutex<dyn FnMut() -> A + Send>>;
 
-/// Makes an instance on the locality that runs it.
-type MakeThere = Box<dyn FnOnce(&mut Core, ParentLink) -> Result<Address> + Send>;
+/// Makes an instance on the locality that runs it (at the address reserved
+/// for it, if any).
+type MakeThere = Box<dyn FnOnce(&mut Core, ParentLink, Option<Address>) -> Result<Address> + Send>;
 
-/// A child being made on another locality: what
-/// [`spawn_on(..).finish()`](crate::Builder::finish-1) returns. The address
-/// is a slot in that locality's routing table, which only its own thread
-/// touches, so it cannot be known before that locality has made the child;
-/// this handle resolves to it then (or to the error that kept the child
-/// from being made). `Send + Sync + Clone`.
+/// A child being made on another locality, from
+/// [`finish_pending`](crate::Builder::finish_pending): its address at once
+/// (as [`finish`](crate::Builder::finish-1) returns it), and the outcome of
+/// the spawn once that locality has handled it: the same address, or the
+/// error that kept the child from being made (its locality finished, its
+/// factory panicked). `Send + Sync + Clone`.
 ///
-/// An actor need not wait for it: its supervisor hears the address in
-/// [`Actor::on_child_init`] once the child has initialized. A restarted
-/// child is a new instance at a new address; the handle keeps the first.
+/// The address is reserved on the other locality when the spawn is asked:
+/// messages sent to it at once are not lost, they reach the child once it
+/// is made (after its `init_start`, as for a child spawned here). If the
+/// child is not made, they are dead letters
+/// ([`DeadLetterReason::StaleAddress`](crate::DeadLetterReason::StaleAddress)),
+/// and a watch on it answers `Gone`.
+///
+/// An actor need not wait for the outcome: its supervisor hears the child's
+/// init in [`Actor::on_child_init`], and a spawn that failed goes to its
+/// restart policy and init-failure policy (as a child that went down, but
+/// without the hooks). A restarted child is a new instance at a new
+/// address; the handle keeps the first.
 #[derive(Clone)]
 pub struct PendingChild {
+    address: Address,
     inner: Arc<(Mutex<Option<Result<Address>>>, Condvar)>,
 }
 
 impl PendingChild {
-    fn new() -> PendingChild {
+    fn new(address: Address) -> PendingChild {
         PendingChild {
+            address,
             inner: Arc::new((Mutex::new(None), Condvar::new())),
         }
     }
@@ -213,9 +247,9 @@ impl PendingChild {
         }
     }
 
-    /// The child's address, once the other locality has made it.
-    pub fn address(&self) -> Option<Address> {
-        self.lock().as_ref()?.as_ref().ok().cloned()
+    /// The child's address, known at once (reserved on its locality).
+    pub fn address(&self) -> &Address {
+        &self.address
     }
 
     /// The outcome, once known: the address, or why the child could not
@@ -242,9 +276,9 @@ impl PendingChild {
 impl fmt::Debug for PendingChild {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.lock() {
-            None => f.write_str("PendingChild(pending)"),
-            Some(Ok(address)) => write!(f, "PendingChild({address})"),
-            Some(Err(error)) => write!(f, "PendingChild({error})"),
+            None => write!(f, "PendingChild({}: pending)", self.address),
+            Some(Ok(address)) => write!(f, "PendingChild({address}: made)"),
+            Some(Err(error)) => write!(f, "PendingChild({}: {error})", self.address),
         }
     }
 }
@@ -270,6 +304,32 @@ impl Drop for Resolver {
     }
 }
 
+/// The address reserved for a child on its locality (a far key): given
+/// back there unless the child is made at it (then the address's removal
+/// gives it back), also when the request is refused or dropped.
+struct Reservation(Option<Address>);
+
+impl Reservation {
+    /// The child was made, or not: a key no address was made at is given
+    /// back (its name kept for inspection lines and dead letters about it).
+    fn settle(mut self, core: &mut Core) {
+        let Some(at) = &self.0 else { return };
+        if core.routes.address(at.key()).is_some() {
+            self.0 = None; // made: the key goes with its address
+        } else if core.inspect.level > 0 || core.dead_letters.is_some() {
+            core.inspect.forget(at.key(), at.to_string());
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if let Some(at) = self.0.take() {
+            at.0.locality.release_key(at.key());
+        }
+    }
+}
+
 /// Asks another locality to make a child of a supervisor here.
 struct SpawnRequest {
     parent: Address,
@@ -277,6 +337,8 @@ struct SpawnRequest {
     make: MakeThere,
     /// Told the outcome (the first instance's spawn only).
     pending: Resolver,
+    /// The address reserved there (the first instance's spawn only).
+    reserved: Reservation,
     /// Keeps the locality from finishing while the request is on its way:
     /// it was asked while a handle existed, and must be served.
     _keep: LocalityHandle,
@@ -307,6 +369,7 @@ impl Remote for SpawnRequest {
             slot,
             make,
             mut pending,
+            reserved,
             _keep,
         } = *self;
         // A child of a supervisor elsewhere keeps this locality alive (its
@@ -320,13 +383,15 @@ impl Remote for SpawnRequest {
             slot,
         };
         // The factory is user code: a panic there is a failed spawn.
-        let result = match catch_unwind(AssertUnwindSafe(|| make(core, link))) {
+        let at = reserved.0.clone();
+        let result = match catch_unwind(AssertUnwindSafe(|| make(core, link, at))) {
             Ok(result) => result,
             Err(payload) => Err(Error::new(ErrorCode::Panicked).with_context(format!(
                 "the factory of a child of {parent}: {}",
                 crate::actor::panic_message(payload.as_ref())
             ))),
         };
+        reserved.settle(core);
         if result.is_err() && foreign {
             core.unanchor(None);
         }
@@ -337,9 +402,12 @@ impl Remote for SpawnRequest {
 }
 
 /// Posts a request to make a child (from `factory`, with `settings`) of the
-/// supervisor at `parent`, in its `slot`, on the locality of `handle`; the
-/// first instance's spawn returns a handle on its outcome.
+/// supervisor at `parent`, in its `slot`, on the locality of `handle`. The
+/// first instance's spawn reserves the child's address there and returns a
+/// handle on it and on the outcome; on this very locality, it makes the
+/// child at once (so that a message sent to it now finds it).
 pub(crate) fn spawn_elsewhere<A: Actor>(
+    core: &mut Core,
     handle: &LocalityHandle,
     parent: Address,
     slot: usize,
@@ -347,29 +415,41 @@ pub(crate) fn spawn_elsewhere<A: Actor>(
     settings: Settings,
     first: bool,
 ) -> Result<Option<PendingChild>> {
-    let make = move |core: &mut Core, link: ParentLink| {
-        let actor = (factory.lock().unwrap_or_else(PoisonError::into_inner))();
-        spawn_once(
-            core,
-            Some(link),
-            Spec {
-                settings,
-                plugins: Vec::new(),
-            },
-            actor,
-        )
+    let shared = &handle.shared;
+    let reserved = match first {
+        true => {
+            let key = shared.reserve_key()?;
+            let name = settings.name.clone();
+            Some(Address::new(
+                shared.clone(),
+                key,
+                name,
+                shared.next_seq(),
+                None,
+            ))
+        }
+        false => None,
     };
-    let pending = first.then(PendingChild::new);
-    let request = SpawnRequest {
+    let make = move |core: &mut Core, link: ParentLink, at: Option<Address>| {
+        let actor = (factory.lock().unwrap_or_else(PoisonError::into_inner))();
+        spawn_from(core, Some(link), settings, Vec::new(), actor, at)
+    };
+    let pending = reserved.clone().map(PendingChild::new);
+    let request = Box::new(SpawnRequest {
         parent,
         slot,
         make: Box::new(make),
         pending: Resolver(pending.clone()),
+        reserved: Reservation(reserved),
         _keep: handle.clone(),
-    };
-    if handle.shared.post(Box::new(request)) {
-        Ok(pending)
-    } else {
-        Err(handle.shared.finished_error())
+    });
+    if first && shared.id == core.id() {
+        request.localize(core);
+        return Ok(pending);
+    }
+    // Dropped if refused: the reservation is given back.
+    match shared.post(request) {
+        true => Ok(pending),
+        false => Err(shared.finished_error()),
     }
 }

@@ -86,6 +86,10 @@ pub(crate) fn remove_address(core: &mut Core, address: Key) {
     let Some((info, removed)) = core.routes.remove_address(address) else {
         return;
     };
+    if crate::routing::is_far(address) {
+        // Reserved by `spawn_on` on another thread: its key may be reused.
+        core.shared.release_key(address);
+    }
     // Remembered for inspection lines and dead letters about it later.
     if core.inspect.level > 0 || core.dead_letters.is_some() {
         core.inspect.forget(address, info.address.to_string());

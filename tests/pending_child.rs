@@ -1,7 +1,7 @@
-//! `spawn_on(..).finish()` gives the parent a `PendingChild` that resolves
-//! to the child's address once the other locality has made it (issue 15,
-//! item 10): the address is a slot of that locality's table, which only
-//! its own thread touches.
+//! `spawn_on(..).finish_pending()` gives the parent a `PendingChild`: the
+//! child's address at once (reserved on the other locality, as `finish()`
+//! returns it), and the spawn's outcome once the other locality has made
+//! the child, or failed to (issue 15, item 10).
 
 mod common;
 
@@ -28,17 +28,23 @@ fn a_child_made_elsewhere_is_reached_through_its_pending_handle() {
     let pending = l0
         .spawn_on(&handle, &boss, || Idle)
         .name("far")
-        .finish()
+        .finish_pending()
         .unwrap();
     drop(handle);
-    assert!(pending.address().is_none(), "L1 has not made it yet");
-    assert_eq!(format!("{pending:?}"), "PendingChild(pending)");
+    let far = pending.address().clone();
+    assert_eq!(far.to_string(), "L1/far#1", "known at once");
+    assert!(pending.result().is_none(), "L1 has not made it yet");
+    assert_eq!(format!("{pending:?}"), "PendingChild(L1/far#1: pending)");
+    assert_eq!(l1.state_of(&far), None);
     l0.run_until_idle(clock.at(0));
     l1.run_until_idle(clock.at(0));
-    let far = pending.address().expect("made by L1's dispatch");
-    assert_eq!(far.to_string(), "L1/far#1");
+    assert_eq!(
+        pending.result().unwrap().unwrap(),
+        far,
+        "made by L1's dispatch"
+    );
     assert_eq!(l1.state_of(&far), Some(ActorState::Initialized));
-    assert_eq!(format!("{pending:?}"), "PendingChild(L1/far#1)");
+    assert_eq!(format!("{pending:?}"), "PendingChild(L1/far#1: made)");
     for _ in 0..3 {
         l0.run_until_idle(clock.at(0));
         l1.run_until_idle(clock.at(0));
@@ -53,12 +59,15 @@ fn a_pending_child_resolves_to_the_error_when_its_locality_is_dropped_first() {
     let (mut l0, root) = root_on("L0");
     let l1 = Locality::named("L1");
     let handle = l1.handle();
-    let pending = l0.spawn_on(&handle, &root, || Idle).finish().unwrap();
+    let pending = l0
+        .spawn_on(&handle, &root, || Idle)
+        .finish_pending()
+        .unwrap();
     drop(handle);
     drop(l1);
     let result = pending.result().expect("resolved when L1 closed");
     assert_eq!(result.unwrap_err().code(), ErrorCode::LocalityFinished);
-    assert!(pending.address().is_none());
+    assert!(pending.address().is_closed());
 }
 
 #[test]
@@ -76,7 +85,7 @@ fn a_pending_child_resolves_to_the_error_when_its_factory_panics() {
     l0.run_until_idle(clock.at(0));
     let pending = l0
         .spawn_on(&handle, &sup, || -> Idle { panic!("no memory") })
-        .finish()
+        .finish_pending()
         .unwrap();
     drop(handle);
     l1.run_until_idle(clock.at(0));
@@ -105,7 +114,7 @@ fn wait_blocks_until_another_thread_has_made_the_child() {
         let pending = system
             .spawn_on(&handle, &root, || Idle)
             .name("far")
-            .finish()
+            .finish_pending()
             .unwrap();
         drop(handle);
         // T1 runs on its own thread: this one may wait for it.
@@ -126,7 +135,10 @@ fn wait_gives_up_after_its_timeout() {
     let (mut l0, root) = root_on("L0");
     let l1 = Locality::named("L1");
     let handle = l1.handle();
-    let pending = l0.spawn_on(&handle, &root, || Idle).finish().unwrap();
+    let pending = l0
+        .spawn_on(&handle, &root, || Idle)
+        .finish_pending()
+        .unwrap();
     // Nobody runs L1: the answer cannot come.
     assert!(pending.wait(Duration::from_millis(1)).is_none());
     drop(handle);

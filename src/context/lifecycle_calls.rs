@@ -166,7 +166,9 @@ impl<'a, A: Actor> Context<'a, A> {
     /// [`LocalityHandle`](crate::LocalityHandle)): `factory` is sent there and
     /// called there, so the actor need not be `Send`. This actor must be a
     /// supervisor; the tree then spans localities, and init, start, shutdown,
-    /// restarts and escalation compose across them.
+    /// restarts and escalation compose across them. `finish()` returns the
+    /// child's address at once: send to it right away (see
+    /// [`Builder::finish`](crate::Builder::finish-1)).
     pub fn spawn_on<B: Actor>(
         &mut self,
         locality: &crate::LocalityHandle,

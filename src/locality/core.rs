@@ -59,7 +59,6 @@ pub(crate) struct Core {
     /// User messages and replies for other localities, admitted there and
     /// pushed in one batch per locality (`flush_outboxes`).
     outboxes: Vec<Outbox>,
-    pub(super) seq: u64,
     /// Actors that keep the locality alive: roots, and children of
     /// supervisors on other localities.
     pub(super) anchors: usize,
@@ -106,7 +105,6 @@ impl Core {
             inspect: Inspect::from_env(),
             mail: Vec::new(),
             outboxes: Vec::new(),
-            seq: 0,
             anchors: 0,
             finished: false,
             exit: None,
@@ -125,8 +123,7 @@ impl Core {
     }
 
     pub(crate) fn next_seq(&mut self) -> u64 {
-        self.seq += 1;
-        self.seq
+        self.shared.next_seq()
     }
 
     /// Appends an envelope to the FIFO queue.

@@ -311,7 +311,8 @@ impl Inbox {
     }
 
     /// Moves everything urgent and about `user_limit` user messages into `into`,
-    /// urgent first, each lane in the order posted.
+    /// urgent first, each lane in the order posted: an urgent item posted
+    /// (by any thread) before a user message taken here is taken too.
     pub(crate) fn take(&self, into: &mut Vec<Box<dyn Remote>>, user_limit: usize) {
         self.flags.wake_pending.store(false, SeqCst);
         let user_limit = user_limit as u64;
@@ -326,6 +327,9 @@ impl Inbox {
                 into.push(mail.open());
                 urgent += 1;
             }
+            let urgent_end = into.len();
+            #[cfg(test)]
+            tests::between_lanes();
             // A run is taken whole: the limit may be passed by one run.
             while user < user_limit {
                 let mail = match lanes.rest.next() {
@@ -344,6 +348,21 @@ impl Inbox {
             }
             if user >= user_limit {
                 more = true;
+            }
+            if user > 0 {
+                // Framework traffic posted before a user message taken here
+                // goes before it, even if it was posted after the urgent
+                // lane was drained: a spawn request before a message to the
+                // child's address (known at once, `spawn_on`), say.
+                let before = into.len();
+                while let Ok(mail) = lanes.urgent.try_recv() {
+                    into.push(mail.open());
+                    urgent += 1;
+                }
+                let late = into.len() - before;
+                if late > 0 {
+                    into[urgent_end..].rotate_right(late);
+                }
             }
         }
         if urgent + user > 0 {
@@ -442,5 +461,57 @@ impl Inbox {
     pub(crate) fn set_parked(&self, parked: bool) -> bool {
         self.flags.parked.store(parked, SeqCst);
         parked && self.flags.wake_pending.load(SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::sync::Arc;
+
+    thread_local! {
+        /// Runs once in the next `take`, between the two lanes.
+        static BETWEEN: RefCell<Option<Box<dyn FnOnce()>>> = RefCell::new(None);
+    }
+
+    pub(super) fn between_lanes() {
+        if let Some(run) = BETWEEN.with(|b| b.borrow_mut().take()) {
+            run();
+        }
+    }
+
+    struct Item(&'static str);
+    impl Remote for Item {
+        fn localize(self: Box<Self>, _: &mut Core) {}
+    }
+
+    /// Another thread posts a spawn request, then a message to the child,
+    /// just after a drain took the urgent lane: the drain takes both, the
+    /// request first (it used to take the message alone, which then found
+    /// no child).
+    #[test]
+    fn an_urgent_item_posted_before_a_user_message_taken_with_it_comes_first() {
+        let inbox = Arc::new(Inbox::new());
+        let other = inbox.clone();
+        BETWEEN.with(|b| {
+            *b.borrow_mut() = Some(Box::new(move || {
+                assert!(other.post_urgent(Box::new(Item("spawn"))));
+                other.admit_user().unwrap();
+                assert!(other.push_user(Box::new(Item("message"))).is_ok());
+            }))
+        });
+        let mut into = Vec::new();
+        inbox.take(&mut into, 10);
+        let names: Vec<&str> = into
+            .iter()
+            .map(|item| {
+                let item: &dyn Any = &**item;
+                item.downcast_ref::<Item>().expect("an item").0
+            })
+            .collect();
+        assert_eq!(names, ["spawn", "message"]);
+        assert_eq!(inbox.count.state.load(SeqCst), 0, "both counted out");
+        inbox.close();
     }
 }

@@ -9,6 +9,8 @@ mod poll_claim;
 use self::poll_claim::PollClaim;
 mod handle;
 mod inbox;
+#[cfg(test)]
+mod reserve_tests;
 pub(crate) mod shared;
 
 pub use self::handle::LocalityHandle;

@@ -8,8 +8,8 @@ use crate::error::{Error, ErrorCode, SendError};
 use crate::locality::Core;
 use crate::message::UserEnvelope;
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Something posted from another thread, made local again by the receiving locality.
@@ -31,6 +31,23 @@ pub(crate) struct LocalityShared {
     handles: AtomicUsize,
     /// Set once an actor was anchored here or a handle was made.
     served: AtomicBool,
+    /// The `#n` of the last actor made here (or reserved for one).
+    seq: AtomicU64,
+    /// Far address keys (`routing::FAR`) reserved by other threads for
+    /// children they spawn here (`spawn_on`).
+    reserved: Mutex<Reserved>,
+}
+
+/// The far keys in use: reserved, or the key of a live address here.
+#[derive(Default)]
+struct Reserved {
+    /// Far indices given back, for reuse.
+    free: Vec<u32>,
+    /// The next far index never used.
+    next: u32,
+    /// The generation of the next reservation: no two reservations of one
+    /// index share a key until it wraps (as in an `Arena`).
+    generation: u32,
 }
 
 /// How a locality's loop is woken from other threads (set once).
@@ -53,7 +70,62 @@ impl LocalityShared {
             waker: OnceLock::new(),
             handles: AtomicUsize::new(0),
             served: AtomicBool::new(false),
+            seq: AtomicU64::new(0),
+            reserved: Mutex::new(Reserved::default()),
         }
+    }
+
+    /// The `#n` of the next actor made here: from any thread, so that a
+    /// child another thread spawns here has its number at once.
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Reserves a far address key (`routing::FAR`) for a child another
+    /// thread spawns here, so that its address is known before this
+    /// locality makes it. Given back by [`release_key`](Self::release_key):
+    /// when the address made at it is removed, or when the child is not
+    /// made. Errors: [`ErrorCode::LocalityFinished`] once the locality has
+    /// finished (nothing is reserved); [`ErrorCode::InvalidArgument`] with
+    /// 2^30 reservations at once.
+    pub(crate) fn reserve_key(&self) -> Result<Key, Error> {
+        if self.is_closed() {
+            return Err(self.finished_error());
+        }
+        let mut reserved = self.reserved.lock().unwrap_or_else(PoisonError::into_inner);
+        let index = match reserved.free.pop() {
+            Some(index) => index,
+            None if reserved.next < crate::routing::MAX_FAR => {
+                reserved.next += 1;
+                reserved.next - 1
+            }
+            None => {
+                return Err(Error::new(ErrorCode::InvalidArgument).with_context(format!(
+                    "{}: 2^30 children spawned from other threads and not gone",
+                    self.name
+                )));
+            }
+        };
+        let generation = reserved.generation;
+        reserved.generation = generation.wrapping_add(1);
+        Ok(Key {
+            idx: crate::routing::FAR + index,
+            generation,
+        })
+    }
+
+    /// Gives back a far key from [`reserve_key`](Self::reserve_key) (once).
+    pub(crate) fn release_key(&self, key: Key) {
+        debug_assert!(crate::routing::is_far(key));
+        let mut reserved = self.reserved.lock().unwrap_or_else(PoisonError::into_inner);
+        reserved.free.push(key.idx - crate::routing::FAR);
+    }
+
+    /// Far keys reserved and not given back (for tests).
+    #[cfg(test)]
+    pub(crate) fn reserved_keys(&self) -> usize {
+        let reserved = self.reserved.lock().unwrap_or_else(PoisonError::into_inner);
+        reserved.next as usize - reserved.free.len()
     }
 
     /// The error for anything refused because this locality has finished.
