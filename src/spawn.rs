@@ -353,6 +353,7 @@ impl Remote for SpawnRequest {
         let msg = SystemMsg::ChildSpawned {
             slot: self.slot,
             result,
+            reserved: self.reserved.0.clone(),
         };
         self.parent
             .0
@@ -391,12 +392,18 @@ impl Remote for SpawnRequest {
                 crate::actor::panic_message(payload.as_ref())
             ))),
         };
+        let reserved_for = result.is_err().then(|| reserved.0.clone()).flatten();
         reserved.settle(core);
         if result.is_err() && foreign {
             core.unanchor(None);
         }
         pending.resolve(&result);
-        core.send_system(&parent, SystemMsg::ChildSpawned { slot, result });
+        let msg = SystemMsg::ChildSpawned {
+            slot,
+            result,
+            reserved: reserved_for,
+        };
+        core.send_system(&parent, msg);
         drop(_keep);
     }
 }

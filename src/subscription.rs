@@ -19,8 +19,8 @@ use crate::address::Address;
 use crate::arena::{Key, remove_key};
 use crate::dead_letter::DeadLetterReason;
 use crate::locality::Core;
-use crate::routing::{Found, Removed};
 use crate::queue::Lent;
+use crate::routing::{Found, Removed};
 use std::any::TypeId;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

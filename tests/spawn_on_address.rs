@@ -464,3 +464,40 @@ fn a_message_posted_right_after_the_spawn_request_never_overtakes_it() {
         serving.join().unwrap().unwrap();
     });
 }
+
+#[test]
+fn a_refused_spawn_is_heard_by_the_supervisors_hooks_at_the_address_it_returned() {
+    let clock = Clock::new();
+    let log = Log::new();
+    let mut l0 = Locality::named("L0");
+    let boss = l0
+        .spawn_root(common::Boss::new("boss", &log))
+        .name("boss")
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .unwrap();
+    let mut l1 = Locality::named("L1");
+    let handle = l1.handle();
+    settle(&clock, &mut [&mut l0, &mut l1]);
+    let far = l0
+        .spawn_on(&handle, &boss, || -> Idle { panic!("no memory") })
+        .name("far")
+        .finish()
+        .unwrap();
+    drop(handle);
+    settle(&clock, &mut [&mut l0, &mut l1]);
+    let far = short(&far);
+    let lines = log.lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("boss child init {far}: ")) && l.contains("no memory")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("boss child down {far}: "))),
+        "{lines:#?}"
+    );
+}

@@ -70,6 +70,9 @@ pub(crate) enum SystemMsg {
     ChildSpawned {
         slot: usize,
         result: Result<Address, Error>,
+        /// On a failure, the address reserved for the child (the first
+        /// instance's): the supervisor's hooks hear of the child by it.
+        reserved: Option<Address>,
     },
     /// Client → server: link me.
     LinkRequest { client: Address, server: Address },
@@ -157,9 +160,11 @@ impl Envelope<Core> for SysEnvelope {
                 restart,
             } => supervisor::restart::on_child_down(core, me, slot, child, reason, restart),
             SystemMsg::Poll => poll(core, me),
-            SystemMsg::ChildSpawned { slot, result } => {
-                supervisor::on_child_spawned(core, me, slot, result)
-            }
+            SystemMsg::ChildSpawned {
+                slot,
+                result,
+                reserved,
+            } => supervisor::on_child_spawned(core, me, slot, result, reserved),
             SystemMsg::ExternalSubscribed {
                 subscriber, remote, ..
             } => external::on_subscribed(core, me, &subscriber, remote),

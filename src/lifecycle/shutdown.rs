@@ -182,4 +182,3 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         core.unanchor(None);
     }
 }
-

@@ -151,20 +151,27 @@ pub(crate) fn cancel(core: &mut Core, me: Key, id: RequestId) -> bool {
     let Some((requester, pending)) = remove(core, id.key) else {
         return false;
     };
-    pending.0.settle(core, id.key, requester, Outcome::Cancelled);
+    pending
+        .0
+        .settle(core, id.key, requester, Outcome::Cancelled);
     true
 }
 
 /// The request's timeout fired (it is out of the request set already).
 pub(crate) fn on_timeout(core: &mut Core, key: Key, pending: PendingRequest) {
-    pending.0.settle(core, key, Key::FRAMEWORK, Outcome::Timeout);
+    pending
+        .0
+        .settle(core, key, Key::FRAMEWORK, Outcome::Timeout);
 }
 
 /// The requester is shutting down: its pending requests (the list that
 /// starts at `head`) end, and the servers are told.
 pub(crate) fn requester_gone(core: &mut Core, head: Key) {
     for (key, entry) in core.requests.cancel_all(head) {
-        entry.action.0.settle(core, key, entry.owner, Outcome::RequesterGone);
+        entry
+            .action
+            .0
+            .settle(core, key, entry.owner, Outcome::RequesterGone);
     }
 }
 
@@ -288,7 +295,12 @@ impl Payloads {
     /// A payload holding `value`, replies going to `reply_to`: a spare
     /// allocation if there is one (its reply address is kept when it is the
     /// same, the common case: no `Address` clone).
-    fn take<R: Request>(&mut self, value: R, reply_to: &Address, server: Server) -> Arc<Payload<R>> {
+    fn take<R: Request>(
+        &mut self,
+        value: R,
+        reply_to: &Address,
+        server: Server,
+    ) -> Arc<Payload<R>> {
         let spare = self
             .by_type
             .get_mut(&TypeId::of::<R>())

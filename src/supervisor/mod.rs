@@ -472,6 +472,7 @@ pub(crate) fn on_child_spawned(
     me: Key,
     slot: usize,
     result: Result<Address, Error>,
+    reserved: Option<Address>,
 ) {
     let Some(sup) = sup_mut(core, me) else { return };
     let Some(record) = sup.children.get_mut(slot).filter(|r| r.address.is_none()) else {
@@ -484,6 +485,13 @@ pub(crate) fn on_child_spawned(
                 let reason = Error::new(ErrorCode::SupervisorShutdown);
                 stop_child(core, me, slot, reason, false);
             }
+        }
+        // Made nowhere, but its address was handed out: the hooks hear of
+        // it by that address, as of a child that failed its init.
+        Err(reason) if reserved.is_some() => {
+            record.address = reserved;
+            record.initializing = true;
+            restart::child_gone(core, me, slot, reason, false);
         }
         Err(reason) => restart::on_child_lost(core, me, slot, reason),
     }
