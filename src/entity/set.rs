@@ -14,7 +14,7 @@ use crate::arena::Key;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
-use crate::request::{CancelRequest, Request, RequestMsg};
+use crate::request::{Answered, CancelRequest, Request, RequestId, RequestMsg};
 use crate::supervisor::restart::RestartPolicy;
 use crate::timer::TimerId;
 use std::collections::{HashMap, VecDeque};
@@ -131,7 +131,17 @@ where
     /// How long an entity stays at its place in the list of use.
     granularity: Duration,
     closing: bool,
+    /// Requests the set routed and that are not settled yet, by id: where
+    /// a `CancelRequest` for them goes.
+    asked: HashMap<RequestId, Asking<K>>,
     stats: StatsHandle<EntityStats>,
+}
+
+/// A request routed to the entity of `key`: held for it (`at` is
+/// `Key::NONE`), or delivered to its instance at address key `at`.
+struct Asking<K> {
+    key: K,
+    at: Key,
 }
 
 impl<K, E> fmt::Debug for EntitySet<K, E>
@@ -177,6 +187,7 @@ where
             ordered: false,
             granularity: Duration::ZERO,
             closing: false,
+            asked: HashMap::new(),
             stats: StatsHandle::default(),
         }
     }
@@ -198,7 +209,10 @@ where
     /// [`Context::request`](crate::Context::request)) to the entity of the
     /// key `key_of` reads from the payload; the entity replies to the
     /// requester directly. A request the set cannot deliver is answered
-    /// with the error. (A `CancelRequest<R>` is not passed on.)
+    /// with the error. When the request ends without a reply (timeout,
+    /// cancel, requester gone), its `CancelRequest<R>` goes to the entity
+    /// instance that has it; one still held for an entity that is not live
+    /// is dropped, never delivered.
     pub fn route_request<R: Request>(mut self, key_of: impl Fn(&R) -> K + 'static) -> Self {
         let key_of = Rc::new(key_of);
         self.routes.push(Box::new(move |ctx| {
@@ -206,7 +220,9 @@ where
             ctx.subscribe(move |set: &mut Self, req: &RequestMsg<R>, ctx| {
                 set.on_request(&key_of(req.payload()), req, ctx);
             });
-            ctx.subscribe(|_: &mut Self, _: &CancelRequest<R>, _: &mut Context<'_, Self>| {});
+            ctx.subscribe(|set: &mut Self, cancel: &CancelRequest<R>, ctx| {
+                set.on_cancel(cancel, ctx);
+            });
         }));
         self
     }
@@ -363,9 +379,89 @@ where
         req: &RequestMsg<R>,
         ctx: &mut Context<'_, Self>,
     ) {
+        // Forwarded with the set as its watcher: a reply tells the set
+        // (`Answered`) that the request is settled.
+        let forwarded = RequestMsg {
+            id: req.id,
+            payload: req.payload.clone(),
+            watcher: Some(ctx.address().clone()),
+        };
         match self.live_entity(key, ctx.core) {
-            Some((idx, dest)) => self.deliver(idx, dest, req, ctx),
-            None => self.hold(key, Box::new(Asked(req.clone())), ctx),
+            Some((idx, dest)) => {
+                let at = dest;
+                self.asked.insert(
+                    req.id,
+                    Asking {
+                        key: key.clone(),
+                        at,
+                    },
+                );
+                self.deliver(idx, dest, &forwarded, ctx);
+            }
+            None => {
+                let at = Key::NONE;
+                self.asked.insert(
+                    req.id,
+                    Asking {
+                        key: key.clone(),
+                        at,
+                    },
+                );
+                self.hold(key, Box::new(Asked(forwarded)), ctx);
+            }
+        }
+    }
+
+    /// A request the set routed was answered: forget it.
+    fn on_answered(&mut self, answered: &Answered, _: &mut Context<'_, Self>) {
+        self.asked.remove(&answered.0);
+    }
+
+    /// A request the set routed ended without a reply: the instance that
+    /// has it is told; one still held is dropped.
+    fn on_cancel<R: Request>(&mut self, cancel: &CancelRequest<R>, ctx: &mut Context<'_, Self>) {
+        let Some(asking) = self.asked.remove(&cancel.id) else {
+            return;
+        };
+        let Some(idx) = self.table.find(&asking.key) else {
+            return; // its entity is gone, and the request with it
+        };
+        if asking.at == Key::NONE {
+            let e = self.table.get_mut(idx);
+            let Some(queue) = e.pending.as_deref_mut() else {
+                return;
+            };
+            if let Some(at) = queue.iter().position(|h| h.request_id() == Some(cancel.id)) {
+                drop(queue.remove(at));
+                if queue.is_empty() {
+                    e.pending = None;
+                }
+                self.buffered -= 1;
+                self.publish();
+            }
+            return;
+        }
+        let e = self.table.get(idx);
+        if e.dest != asking.at {
+            return; // the instance that had it is gone
+        }
+        let address = e.address.clone();
+        let passed = CancelRequest::<R> {
+            id: cancel.id,
+            reply_to: cancel.reply_to.clone(),
+            _request: std::marker::PhantomData,
+        };
+        if let Some(dest) = self.live_at(idx, ctx.core) {
+            deliver_now(ctx.core, ctx.me, dest, &passed);
+        } else if let Some(address) = address {
+            ctx.send(&address, passed); // shutting down: it may still care
+        }
+    }
+
+    /// A held request was delivered to the instance at `dest`.
+    pub(super) fn delivered(&mut self, id: Option<RequestId>, dest: Key) {
+        if let Some(asking) = id.and_then(|id| self.asked.get_mut(&id)) {
+            asking.at = dest;
         }
     }
 
@@ -408,6 +504,9 @@ where
 
     fn refuse(&mut self, held: Box<dyn Held>, error: Error, ctx: &mut Context<'_, Self>) {
         tracing::debug!(set = %self.name, %error, "message refused");
+        if let Some(id) = held.request_id() {
+            self.asked.remove(&id);
+        }
         held.refuse(ctx.core, ctx.me, error);
         self.stats.update(|s| s.refused += 1);
     }
@@ -436,6 +535,7 @@ where
         self.ordered = self.idle.is_some() || self.max_live.is_some();
         self.granularity = self.idle.map_or(Duration::ZERO, |idle| idle / 64);
         ctx.subscribe(Self::on_child_event);
+        ctx.subscribe(Self::on_answered);
         for route in std::mem::take(&mut self.routes) {
             route(ctx);
         }
@@ -469,6 +569,7 @@ where
         self.table = Table::new();
         self.by_slot = Vec::new();
         self.by_address = HashMap::new();
+        self.asked = HashMap::new();
         self.live = 0;
         self.stopping = 0;
         self.publish();

@@ -11,7 +11,7 @@ use crate::entity::deliver_now;
 use crate::entity::watch::ChildEvent;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
-use crate::request::{Request, RequestMsg};
+use crate::request::{Request, RequestId, RequestMsg};
 use crate::supervisor::ChildId;
 use std::collections::VecDeque;
 use std::fmt::Display;
@@ -63,6 +63,10 @@ pub(super) trait Held {
     fn deliver(self: Box<Self>, core: &mut Core, me: Key, dest: Key) -> bool;
     /// It cannot be delivered: a request is answered with `error`.
     fn refuse(self: Box<Self>, core: &mut Core, me: Key, error: Error);
+    /// The request's id (`None` for a plain message).
+    fn request_id(&self) -> Option<RequestId> {
+        None
+    }
 }
 
 pub(super) struct Plain<M>(pub(super) M);
@@ -81,7 +85,16 @@ impl<R: Request> Held for Asked<R> {
         deliver_now(core, me, dest, &self.0)
     }
     fn refuse(self: Box<Self>, core: &mut Core, me: Key, error: Error) {
-        crate::request::reply(core, me, &self.0, Err(error));
+        // The set forgets it itself: no `Answered` to its watcher.
+        let Asked(request) = *self;
+        let request = RequestMsg {
+            watcher: None,
+            ..request
+        };
+        crate::request::reply(core, me, &request, Err(error));
+    }
+    fn request_id(&self) -> Option<RequestId> {
+        Some(self.0.id)
     }
 }
 
@@ -321,7 +334,10 @@ where
                 e.pending = None;
             }
             self.buffered -= 1;
-            if !held.deliver(ctx.core, ctx.me, dest) {
+            let id = held.request_id();
+            let fine = held.deliver(ctx.core, ctx.me, dest);
+            self.delivered(id, dest);
+            if !fine {
                 self.leaving(idx);
             }
         }
