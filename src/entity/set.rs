@@ -4,8 +4,10 @@
 
 mod instances;
 
-use self::instances::{Asked, Entity, Held, Live, Phase, Plain};
+pub(super) use self::instances::Live;
+use self::instances::{Asked, Entity, Held, Phase, Plain};
 
+use super::router::{EntityRouter, Shared};
 use super::settings::{ChildSettings, child_settings_methods};
 use super::table::Table;
 use super::{Keyed, StatsHandle, deliver_now, make_supervisor};
@@ -134,6 +136,8 @@ where
     /// Requests the set routed and that are not settled yet, by id: where
     /// a `CancelRequest` for them goes.
     asked: HashMap<RequestId, Asking<K>>,
+    /// What the set's routers read.
+    shared: Rc<Shared<K>>,
     stats: StatsHandle<EntityStats>,
 }
 
@@ -168,6 +172,8 @@ where
     /// A set whose entity for `key` is `factory(&key)` (called again for
     /// each new instance: after passivation, or a restart).
     pub fn new(factory: impl Fn(&K) -> E + 'static) -> Self {
+        let table = Table::new();
+        let shared = Rc::new(Shared::new(table.index()));
         EntitySet {
             factory: Rc::new(factory),
             routes: Vec::new(),
@@ -176,7 +182,7 @@ where
             max_live: None,
             max_buffered: MAX_BUFFERED,
             name: String::new(),
-            table: Table::new(),
+            table,
             by_slot: Vec::new(),
             by_address: HashMap::new(),
             waiting: VecDeque::new(),
@@ -188,6 +194,7 @@ where
             granularity: Duration::ZERO,
             closing: false,
             asked: HashMap::new(),
+            shared,
             stats: StatsHandle::default(),
         }
     }
@@ -267,6 +274,14 @@ where
     /// A live view of the set's counters.
     pub fn stats(&self) -> StatsHandle<EntityStats> {
         self.stats.clone()
+    }
+
+    /// A router for the set's keys: sends that reach a live entity without
+    /// passing through the set's handler (see [`EntityRouter`]).
+    pub fn router(&self) -> EntityRouter<K> {
+        EntityRouter {
+            shared: Rc::clone(&self.shared),
+        }
     }
 
     fn check(&self) -> Result<()> {
@@ -536,6 +551,10 @@ where
         self.granularity = self.idle.map_or(Duration::ZERO, |idle| idle / 64);
         ctx.subscribe(Self::on_child_event);
         ctx.subscribe(Self::on_answered);
+        self.shared.set.set(ctx.address().key());
+        self.shared.locality.set(ctx.core.id());
+        self.shared.direct.set(!self.ordered);
+        self.shared.open.set(true);
         for route in std::mem::take(&mut self.routes) {
             route(ctx);
         }
@@ -543,6 +562,8 @@ where
 
     fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
         self.closing = true;
+        self.shared.open.set(false);
+        self.shared.direct.set(false);
         if let Some(timer) = self.idle_timer.take() {
             ctx.cancel_timer(timer);
         }
@@ -566,7 +587,7 @@ where
     }
 
     fn shutdown_finish(&mut self, _: &mut Context<'_, Self>) {
-        self.table = Table::new();
+        self.table.clear();
         self.by_slot = Vec::new();
         self.by_address = HashMap::new();
         self.asked = HashMap::new();

@@ -102,11 +102,11 @@ impl<R: Request> Held for Asked<R> {
 /// its key (`NOT_LIVE` while it is not live): what routing needs, in the
 /// bucket the lookup reads anyway.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Live {
+pub(crate) struct Live {
     /// Its address's key.
-    pub(super) dest: Key,
+    pub(crate) dest: Key,
     /// Its actor's key (for the state check).
-    pub(super) actor: Key,
+    pub(crate) actor: Key,
 }
 
 pub(super) const NOT_LIVE: Live = Live {
