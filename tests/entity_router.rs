@@ -272,3 +272,22 @@ fn a_router_refuses_before_its_set_starts_after_it_is_gone_and_on_another_locali
     f.send(1, &[(R, Some(2))]);
     assert_eq!(f.at(2), ["sender: Unavailable"]);
 }
+
+#[test]
+fn at_the_cap_an_entity_used_through_a_router_is_not_the_least_recently_used() {
+    let mut f = Fixture::new(None, |s| s.max_live(2));
+    f.send(1, &[(R, Some(1))]);
+    assert_eq!(f.at(0), ["devices/1 (1) got 1"]);
+    f.send(2, &[(R, Some(2))]);
+    assert_eq!(f.at(1), ["devices/2 (1) got 2"]);
+    f.send(1, &[(R, Some(3))]); // 1 is used after 2
+    assert_eq!(f.at(2), ["devices/1 (1) got 3"]);
+    f.send(3, &[(R, Some(4))]); // a new key at the cap: 2 makes room
+    assert_eq!(f.at(3), Vec::<String>::new(), "2 shuts down, for 10 ms");
+    assert_eq!((f.stats.get().waiting, f.stats.get().passivated), (1, 1));
+    assert_eq!(
+        f.at(20),
+        ["devices/2 (1) shut down", "devices/3 (1) got 4",]
+    );
+    assert_eq!(f.stats.get().created, 3);
+}

@@ -25,6 +25,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::hash::Hash;
 use std::rc::Rc;
+use std::time::Instant;
 
 /// What a set shares with its routers.
 pub(super) struct Shared<K> {
@@ -34,9 +35,14 @@ pub(super) struct Shared<K> {
     pub(super) locality: Cell<u32>,
     /// The set takes messages (from its init to its shutdown).
     pub(super) open: Cell<bool>,
-    /// Messages may go straight to live entities: the set keeps no order of
-    /// use (no idle time, no cap), so it need not see them.
+    /// Messages may go straight to live entities (from the set's init to
+    /// its shutdown).
     pub(super) direct: Cell<bool>,
+    /// The set keeps an order of use (idle time or a cap): a delivery
+    /// stamps the entity's entry with the time.
+    pub(super) ordered: Cell<bool>,
+    /// Time 0 of those stamps.
+    pub(super) epoch: Cell<Instant>,
     pub(super) index: Index<K, Live>,
 }
 
@@ -47,6 +53,8 @@ impl<K> Shared<K> {
             locality: Cell::new(u32::MAX),
             open: Cell::new(false),
             direct: Cell::new(false),
+            ordered: Cell::new(false),
+            epoch: Cell::new(Instant::now()),
             index,
         }
     }
@@ -58,9 +66,11 @@ impl<K> Shared<K> {
 /// guarantees (messages held in order while the entity is not live, made on
 /// the first message, never lost, per-sender FIFO), but a message for a
 /// live entity goes to it without passing through the set's handler: one
-/// routing step, as a direct send. (In a set with idle time or a cap, the
-/// set must see each message to keep its order of use, and a router's
-/// message passes through the set's handler, as a `Keyed` does.)
+/// routing step, as a direct send. In a set with idle time or a cap, such
+/// a delivery counts as use: it stamps the entity's entry, which the set
+/// reads when the entity becomes its least recently used (so an entity
+/// used only through routers is passivated between the idle time and
+/// twice it after its last message).
 ///
 /// Take it with [`EntitySet::router`](crate::EntitySet::router) before
 /// spawning the set; clones are cheap. It is not `Send`: it works on the
@@ -151,15 +161,23 @@ impl<K: Eq + Hash + Send + 'static, M: Send + 'static> Envelope<Core> for Routed
     }
 }
 
-/// The address key of the live entity of `key`, if its actor is operational.
+/// The address key of the live entity of `key`, if its actor is
+/// operational; stamped as used now if the set keeps an order of use.
 #[inline]
 fn live<K: Eq + Hash>(shared: &Shared<K>, key: &K, core: &Core) -> Option<Key> {
-    let (_, live) = *shared.index.borrow().get(key)?;
-    if live.dest.is_none() {
+    let mut index = shared.index.borrow_mut();
+    let (_, live) = index.get_mut(key)?;
+    if live.dest.is_none()
+        || !core
+            .actors
+            .get(live.actor)
+            .is_some_and(|c| c.state == ActorState::Operational)
+    {
         return None;
     }
-    core.actors
-        .get(live.actor)
-        .is_some_and(|c| c.state == ActorState::Operational)
-        .then_some(live.dest)
+    if shared.ordered.get() {
+        let since = core.now.saturating_duration_since(shared.epoch.get());
+        live.used = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX).max(1);
+    }
+    Some(live.dest)
 }

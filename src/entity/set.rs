@@ -553,7 +553,9 @@ where
         ctx.subscribe(Self::on_answered);
         self.shared.set.set(ctx.address().key());
         self.shared.locality.set(ctx.core.id());
-        self.shared.direct.set(!self.ordered);
+        self.shared.direct.set(true);
+        self.shared.ordered.set(self.ordered);
+        self.shared.epoch.set(ctx.core.now);
         self.shared.open.set(true);
         for route in std::mem::take(&mut self.routes) {
             route(ctx);

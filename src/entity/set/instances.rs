@@ -107,11 +107,16 @@ pub(crate) struct Live {
     pub(crate) dest: Key,
     /// Its actor's key (for the state check).
     pub(crate) actor: Key,
+    /// When a router last delivered to it, in nanoseconds after the set's
+    /// epoch (0: not since it was last moved in the list of use). The set
+    /// reads it when the entity reaches the tail of that list.
+    pub(crate) used: u64,
 }
 
 pub(super) const NOT_LIVE: Live = Live {
     dest: Key::NONE,
     actor: Key::NONE,
+    used: 0,
 };
 
 /// No entity (in `by_slot`).
@@ -222,8 +227,28 @@ where
         while self.waiting.len() > self.stopping
             && let Some(victim) = self.table.tail()
         {
-            self.passivate(victim, "least recently used at the cap", ctx);
+            if !self.fold_use(victim) {
+                self.passivate(victim, "least recently used at the cap", ctx);
+            }
         }
+    }
+
+    /// If a router delivered to the entity at `idx` since it was last
+    /// moved in the list of use, moves it to the front as used then: `true`.
+    pub(super) fn fold_use(&mut self, idx: u32) -> bool {
+        let Some((_, live)) = self.table.find_hot(self.table.key(idx)) else {
+            return false;
+        };
+        let used = self.shared.epoch.get() + std::time::Duration::from_nanos(live.used);
+        let e = self.table.get_mut(idx);
+        if live.used == 0 || used <= e.last_active {
+            return false;
+        }
+        e.last_active = used;
+        e.linked_at = used;
+        self.table.touch(idx);
+        self.table.set_hot(idx, Live { used: 0, ..live });
+        true
     }
 
     /// Starts waiting keys while there is room, then makes room for the rest.
@@ -319,7 +344,14 @@ where
         e.linked_at = now;
         self.table.touch(idx);
         let dest = address.key();
-        self.table.set_hot(idx, Live { dest, actor });
+        self.table.set_hot(
+            idx,
+            Live {
+                dest,
+                actor,
+                used: 0,
+            },
+        );
         while self.table.get(idx).pending.is_some()
             && let Some(dest) = self.live_at(idx, ctx.core)
         {
@@ -433,7 +465,9 @@ where
                 .checked_add(idle)
                 .is_some_and(|due| due <= now)
         {
-            self.passivate(tail, "idle", ctx);
+            if !self.fold_use(tail) {
+                self.passivate(tail, "idle", ctx);
+            }
         }
         self.arm_idle(ctx);
         self.publish();
