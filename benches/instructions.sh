@@ -10,6 +10,7 @@
 #   DIV=20 bash benches/instructions.sh w1         # counts / 20 and / 10
 #   ANNOTATE=1 bash benches/instructions.sh w1     # also a line profile
 #   CACHE=1 bash benches/instructions.sh e2_steady # also D1 and LL misses per op
+#   CACHE=1 CG_OPTS=--LL=2097152,16,64 bash ...    # LL as a 2 MiB L2 (this VM's)
 #
 # Prints `commutator <workload> instructions_per_op <N>` (w4: per actor).
 # DIV must be even; the callgrind files go to $OUT (default: a new temporary
@@ -29,7 +30,7 @@ BIN=$(cd "$HERE" && CARGO_PROFILE_BENCH_DEBUG=line-tables-only \
 OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"
 count() { # $1=workload $2=div -> "ops instructions"
   local f="$OUT/cg.$1.$2"
-  COMMUTATOR_BENCH_DIV=$2 valgrind --tool=callgrind ${CACHE:+--cache-sim=yes} --callgrind-out-file="$f" "$BIN" --bench "$1" \
+  COMMUTATOR_BENCH_DIV=$2 valgrind --tool=callgrind ${CACHE:+--cache-sim=yes} ${CG_OPTS:-} --callgrind-out-file="$f" "$BIN" --bench "$1" \
     >"$f.out" 2>"$f.err" || { echo "callgrind failed on $1 (see $f.err)" >&2; return 1; }
   local ops; ops=$(awk '{print $3}' "$f.out" | head -1)
   local ir; ir=$(awk '/^summary:/{print $2}' "$f")

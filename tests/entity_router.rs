@@ -77,8 +77,14 @@ impl Actor for Sender {
                 let sent = match (via, what) {
                     (Via::Router, Some(n)) => me.router.send(ctx, s.0, Reading(n)),
                     (Via::Router, None) => me.router.send(ctx, s.0, Leave),
-                    (Via::Set, Some(n)) => Ok(ctx.send(&me.set, Keyed::new(s.0, Reading(n)))),
-                    (Via::Set, None) => Ok(ctx.send(&me.set, Keyed::new(s.0, Leave))),
+                    (Via::Set, Some(n)) => {
+                        ctx.send(&me.set, Keyed::new(s.0, Reading(n)));
+                        Ok(())
+                    }
+                    (Via::Set, None) => {
+                        ctx.send(&me.set, Keyed::new(s.0, Leave));
+                        Ok(())
+                    }
                 };
                 if let Err(e) = sent {
                     me.log.push(format!("sender: {:?}", e.code()));

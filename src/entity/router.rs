@@ -168,10 +168,10 @@ fn live<K: Eq + Hash>(shared: &Shared<K>, key: &K, core: &Core) -> Option<Key> {
     let mut index = shared.index.borrow_mut();
     let (_, live) = index.get_mut(key)?;
     if live.dest.is_none()
-        || !core
+        || core
             .actors
             .get(live.actor)
-            .is_some_and(|c| c.state == ActorState::Operational)
+            .is_none_or(|c| c.state != ActorState::Operational)
     {
         return None;
     }
