@@ -128,12 +128,16 @@ impl Feeder {
             return;
         };
         let end = (self.sent + BATCH).min(self.total);
+        if let Some(router) = &self.router {
+            while self.sent < end {
+                let key = key_at(self.sent, self.keys, self.in_order);
+                router.send(ctx, key, Hit).expect("routed");
+                self.sent += 1;
+            }
+        }
         while self.sent < end {
             let key = key_at(self.sent, self.keys, self.in_order);
-            match &self.router {
-                Some(router) => router.send(ctx, key, Hit).expect("routed"),
-                None => ctx.send(&set, Keyed::new(key, Hit)),
-            }
+            ctx.send(&set, Keyed::new(key, Hit));
             self.sent += 1;
         }
         if self.sent < self.total {

@@ -19,8 +19,8 @@ use crate::arena::Key;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
-use crate::message::UserEnvelope;
 use crate::queue::Envelope;
+use crate::subscription::Next;
 use std::cell::Cell;
 use std::fmt;
 use std::hash::Hash;
@@ -145,19 +145,34 @@ impl<K: Eq + Hash + Send + 'static, M: Send + 'static> Envelope<Core> for Routed
         if shared.direct.get()
             && let Some(dest) = live(&shared, &key, core)
         {
-            return UserEnvelope {
-                dest,
-                sender,
-                message,
-            }
-            .deliver(core);
+            return deliver_to(core, dest, sender, message);
         }
-        UserEnvelope {
-            dest: shared.set.get(),
-            sender,
-            message: Keyed::new(key, message),
+        deliver_to(core, shared.set.get(), sender, Keyed::new(key, message));
+    }
+}
+
+/// Delivers `message` to the local address `dest` now, as the dispatch
+/// loop delivers a user message (kept apart from `UserEnvelope::deliver`
+/// so that the queue still inlines that one).
+#[inline]
+fn deliver_to<M: Send + 'static>(core: &mut Core, dest: Key, sender: Key, message: M) {
+    crate::subscription::route(core, dest, sender, &message);
+    if !matches!(core.next, Next::Done) {
+        after(core, dest, sender, message);
+    }
+}
+
+/// A handler forwarded the message, or nobody heard it.
+#[cold]
+#[inline(never)]
+fn after<M: Send + 'static>(core: &mut Core, dest: Key, sender: Key, message: M) {
+    match std::mem::replace(&mut core.next, Next::Done) {
+        Next::Forward(to, by) => core.send(&to, by, message),
+        Next::Dropped(reason) if crate::dead_letter::wanted::<M>(core) => {
+            let destination = crate::inspect::address_name(core, dest);
+            crate::dead_letter::post(core, destination, sender, reason, message);
         }
-        .deliver(core);
+        _ => {}
     }
 }
 
