@@ -1,11 +1,14 @@
 //! [`EntitySet`]: an actor per key, made on its first message, passivated
 //! when idle, made again on its next message. Routing is here; the
-//! entities' records and lives are in `set/instances.rs`.
+//! entities' records and lives are in `set/instances.rs`; the requests it
+//! routed, for their cancellation, in `set/requests.rs`.
 
 mod instances;
+mod requests;
 
 pub(super) use self::instances::Live;
 use self::instances::{Asked, Entity, Held, Phase, Plain};
+use self::requests::Asking;
 
 use super::router::{EntityRouter, Shared};
 use super::settings::{ChildSettings, child_settings_methods};
@@ -16,7 +19,7 @@ use crate::arena::Key;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
-use crate::request::{Answered, CancelRequest, Request, RequestId, RequestMsg};
+use crate::request::{CancelRequest, Request, RequestId, RequestMsg};
 use crate::supervisor::restart::RestartPolicy;
 use crate::timer::TimerId;
 use std::collections::{HashMap, VecDeque};
@@ -139,13 +142,6 @@ where
     /// What the set's routers read.
     shared: Rc<Shared<K>>,
     stats: StatsHandle<EntityStats>,
-}
-
-/// A request routed to the entity of `key`: held for it (`at` is
-/// `Key::NONE`), or delivered to its instance at address key `at`.
-struct Asking<K> {
-    key: K,
-    at: Key,
 }
 
 impl<K, E> fmt::Debug for EntitySet<K, E>
@@ -424,59 +420,6 @@ where
                 );
                 self.hold(key, Box::new(Asked(forwarded)), ctx);
             }
-        }
-    }
-
-    /// A request the set routed was answered: forget it.
-    fn on_answered(&mut self, answered: &Answered, _: &mut Context<'_, Self>) {
-        self.asked.remove(&answered.0);
-    }
-
-    /// A request the set routed ended without a reply: the instance that
-    /// has it is told; one still held is dropped.
-    fn on_cancel<R: Request>(&mut self, cancel: &CancelRequest<R>, ctx: &mut Context<'_, Self>) {
-        let Some(asking) = self.asked.remove(&cancel.id) else {
-            return;
-        };
-        let Some(idx) = self.table.find(&asking.key) else {
-            return; // its entity is gone, and the request with it
-        };
-        if asking.at == Key::NONE {
-            let e = self.table.get_mut(idx);
-            let Some(queue) = e.pending.as_deref_mut() else {
-                return;
-            };
-            if let Some(at) = queue.iter().position(|h| h.request_id() == Some(cancel.id)) {
-                drop(queue.remove(at));
-                if queue.is_empty() {
-                    e.pending = None;
-                }
-                self.buffered -= 1;
-                self.publish();
-            }
-            return;
-        }
-        let e = self.table.get(idx);
-        if e.dest != asking.at {
-            return; // the instance that had it is gone
-        }
-        let address = e.address.clone();
-        let passed = CancelRequest::<R> {
-            id: cancel.id,
-            reply_to: cancel.reply_to.clone(),
-            _request: std::marker::PhantomData,
-        };
-        if let Some(dest) = self.live_at(idx, ctx.core) {
-            deliver_now(ctx.core, ctx.me, dest, &passed);
-        } else if let Some(address) = address {
-            ctx.send(&address, passed); // shutting down: it may still care
-        }
-    }
-
-    /// A held request was delivered to the instance at `dest`.
-    pub(super) fn delivered(&mut self, id: Option<RequestId>, dest: Key) {
-        if let Some(asking) = id.and_then(|id| self.asked.get_mut(&id)) {
-            asking.at = dest;
         }
     }
 
