@@ -389,7 +389,9 @@ pub use address::Address;
 pub use builder::{Builder, Elsewhere, Here};
 pub use context::{Context, Discovery, SubscriptionId};
 pub use dead_letter::{DeadLetter, DeadLetterReason};
-pub use entity::{EntitySet, EntityStats, Keyed, Pool, PoolStats, PoolStrategy, StatsHandle};
+pub use entity::{
+    EntityRouter, EntitySet, EntityStats, Keyed, Pool, PoolStats, PoolStrategy, StatsHandle,
+};
 pub use error::{Error, ErrorCode, Result, SendError};
 pub use future::FutureId;
 pub use io::{Io, IoGuard, IoId};

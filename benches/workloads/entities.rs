@@ -4,7 +4,16 @@
 //!   its entity (creation on first message), timed until the last one is
 //!   handled.
 //! - `e2_steady`: 10,000,000 messages through the set to 100,000 live
-//!   entities (made before the clock starts), in batches of 1,000.
+//!   entities (made before the clock starts), in batches of 1,000, in an
+//!   order that jumps around memory; `e2_direct`: the same messages sent
+//!   straight to 100,000 plain actors (the baseline). `e2_ordered_steady`
+//!   and `e2_ordered_direct`: the same with the keys in the order the
+//!   entities were made (neighbours in memory). `e2_routed` and
+//!   `e2_ordered_routed`: as `e2_steady`, sent through an `EntityRouter`
+//!   (straight to the live entity, not through the set's handler). Whatever the counts are
+//!   divided by (`COMMUTATOR_BENCH_DIV` < 100: callgrind's runs), there are
+//!   100,000 entities: only the messages are fewer, so the difference of
+//!   two runs is the cost of a message among 100,000 entities.
 //! - `e3_memory` (allocations target only): heap bytes per live entity
 //!   (100,000 made on a fresh locality), and per passivated one: what a
 //!   second round of 100,000 other keys, made and passivated, leaves beyond
@@ -17,7 +26,7 @@
 
 use super::{COUNTERS, Go, SCALE_DIV, done, n, new_system, timed};
 use commutator::prelude::*;
-use commutator::{EntityStats, StatsHandle};
+use commutator::{EntityRouter, EntityStats, StatsHandle};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -74,6 +83,21 @@ fn scatter(i: u64, keys: u64) -> u64 {
     (i % keys).wrapping_mul(48_271) % keys
 }
 
+/// The `i`th key of a round over `keys` keys: scattered, or in order.
+fn key_at(i: u64, keys: u64, in_order: bool) -> u64 {
+    if in_order { i % keys } else { scatter(i, keys) }
+}
+
+/// The live entities of `e2`: 100,000, fewer only in test runs (counts
+/// divided by 100 or more).
+fn live_keys() -> u64 {
+    if SCALE_DIV.load(Relaxed) < 100 {
+        N_LIVE
+    } else {
+        n(N_LIVE)
+    }
+}
+
 /// The root: sends `total` hits in batches, to keys `0..total` (`e1`) or
 /// in rounds over `keys` keys (`e2`).
 struct Feeder {
@@ -82,6 +106,8 @@ struct Feeder {
     sent: u64,
     total: u64,
     keys: u64,
+    in_order: bool,
+    router: Option<EntityRouter<u64>>,
 }
 
 impl Actor for Feeder {
@@ -102,8 +128,16 @@ impl Feeder {
             return;
         };
         let end = (self.sent + BATCH).min(self.total);
+        if let Some(router) = &self.router {
+            while self.sent < end {
+                let key = key_at(self.sent, self.keys, self.in_order);
+                router.send(ctx, key, Hit).expect("routed");
+                self.sent += 1;
+            }
+        }
         while self.sent < end {
-            ctx.send(&set, Keyed::new(scatter(self.sent, self.keys), Hit));
+            let key = key_at(self.sent, self.keys, self.in_order);
+            ctx.send(&set, Keyed::new(key, Hit));
             self.sent += 1;
         }
         if self.sent < self.total {
@@ -115,22 +149,28 @@ impl Feeder {
 fn entity_system(
     total: u64,
     keys: u64,
+    in_order: bool,
+    routed: bool,
 ) -> (System, Address, Address, Count, StatsHandle<EntityStats>) {
+    let count = Count {
+        hits: Rc::default(),
+        target: Rc::new(Cell::new(total)),
+        feeder: Rc::default(),
+    };
+    let made = count.clone();
+    let set = EntitySet::new(move |_: &u64| Entity(made.clone())).route::<Hit>();
+    let stats = set.stats();
+    let router = routed.then(|| set.router());
     let (mut system, root) = new_system(Feeder {
         set: None,
         me: None,
         sent: 0,
         total,
         keys,
+        in_order,
+        router,
     });
-    let count = Count {
-        hits: Rc::default(),
-        target: Rc::new(Cell::new(total)),
-        feeder: Rc::new(Cell::new(Some(root.clone()))),
-    };
-    let made = count.clone();
-    let set = EntitySet::new(move |_: &u64| Entity(made.clone())).route::<Hit>();
-    let stats = set.stats();
+    count.feeder.set(Some(root.clone()));
     let set = system
         .spawn(&root, set)
         .name("entities")
@@ -141,15 +181,15 @@ fn entity_system(
 
 fn e1() {
     let total = n(N_CREATE);
-    let (system, root, set, _count, stats) = entity_system(total, u64::MAX);
+    let (system, root, set, _count, stats) = entity_system(total, u64::MAX, true, false);
     timed("e1_create", total, system, &root, Go(Some(set), total));
     assert_eq!(stats.get().created, total, "one entity per key");
 }
 
-fn e2() {
-    let keys = n(N_LIVE);
+fn e2(workload: &str, in_order: bool, routed: bool) {
+    let keys = live_keys();
     let total = n(N_STEADY);
-    let (mut system, root, set, count, stats) = entity_system(total, keys);
+    let (mut system, root, set, count, stats) = entity_system(total, keys, in_order, routed);
     count.target.set(u64::MAX);
     for key in 0..keys {
         system.send(&set, Keyed::new(key, Hit)).expect("warm-up");
@@ -158,7 +198,7 @@ fn e2() {
     assert_eq!(stats.get().live as u64, keys, "every entity is live");
     count.hits.set(0);
     count.target.set(total);
-    timed("e2_steady", total, system, &root, Go(Some(set), total));
+    timed(workload, total, system, &root, Go(Some(set), total));
 }
 
 /// Sends `total` hits round-robin straight to `actors` (no set): the
@@ -168,6 +208,7 @@ struct Direct {
     me: Option<Address>,
     sent: u64,
     total: u64,
+    in_order: bool,
 }
 
 impl Actor for Direct {
@@ -187,7 +228,8 @@ impl Direct {
         let Some(me) = self.me.clone() else { return };
         let end = (self.sent + BATCH).min(self.total);
         while self.sent < end {
-            let to = &self.actors[scatter(self.sent, self.actors.len() as u64) as usize];
+            let at = key_at(self.sent, self.actors.len() as u64, self.in_order);
+            let to = &self.actors[at as usize];
             ctx.send(to, Hit);
             self.sent += 1;
         }
@@ -197,8 +239,8 @@ impl Direct {
     }
 }
 
-fn e2_direct() {
-    let keys = n(N_LIVE);
+fn e2_direct(workload: &str, in_order: bool) {
+    let keys = live_keys();
     let total = n(N_STEADY);
     let mut system = System::new().expect("system");
     let root = system
@@ -207,6 +249,7 @@ fn e2_direct() {
             me: None,
             sent: 0,
             total,
+            in_order,
         })
         .supervisor(SupervisorConfig::default())
         .finish()
@@ -225,7 +268,7 @@ fn e2_direct() {
         })
         .collect();
     system.send(&root, Actors(actors)).expect("actors");
-    timed("e2_direct", total, system, &root, Go(None, total));
+    timed(workload, total, system, &root, Go(None, total));
 }
 
 /// Hands the `Direct` root its actors.
@@ -391,10 +434,22 @@ pub(super) fn main(run: &dyn Fn(&str) -> bool) {
         e1();
     }
     if run("e2_steady") {
-        e2();
+        e2("e2_steady", false, false);
     }
     if run("e2_direct") {
-        e2_direct();
+        e2_direct("e2_direct", false);
+    }
+    if run("e2_ordered_steady") {
+        e2("e2_ordered_steady", true, false);
+    }
+    if run("e2_ordered_direct") {
+        e2_direct("e2_ordered_direct", true);
+    }
+    if run("e2_routed") {
+        e2("e2_routed", false, true);
+    }
+    if run("e2_ordered_routed") {
+        e2("e2_ordered_routed", true, true);
     }
     if run("e3_memory") {
         e3();

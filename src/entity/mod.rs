@@ -6,7 +6,8 @@
 //! receive to their children. `docs/entities.md` explains the design and
 //! what is guaranteed.
 //!
-//! - `set.rs`: [`EntitySet`] and its routing by key; `set/instances.rs`:
+//! - `set.rs`: [`EntitySet`] and its routing by key; `router.rs`:
+//!   [`EntityRouter`], sends that skip the set for live entities; `set/instances.rs`:
 //!   creation, passivation, limits, idle time; `table.rs` keeps the
 //!   entities in least-recently-used order, by a hash of their keys
 //!   (`hash.rs`).
@@ -17,12 +18,14 @@
 
 mod hash;
 mod pool;
+mod router;
 mod set;
 mod settings;
 mod table;
 pub(crate) mod watch;
 
 pub use pool::{Pool, PoolStats, PoolStrategy};
+pub use router::EntityRouter;
 pub use set::{EntitySet, EntityStats};
 
 use crate::arena::Key;

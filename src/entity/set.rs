@@ -1,11 +1,16 @@
 //! [`EntitySet`]: an actor per key, made on its first message, passivated
 //! when idle, made again on its next message. Routing is here; the
-//! entities' records and lives are in `set/instances.rs`.
+//! entities' records and lives are in `set/instances.rs`; the requests it
+//! routed, for their cancellation, in `set/requests.rs`.
 
 mod instances;
+mod requests;
 
-use self::instances::{Asked, Entity, Held, Live, Phase, Plain};
+pub(super) use self::instances::Live;
+use self::instances::{Asked, Entity, Held, Phase, Plain};
+use self::requests::Asking;
 
+use super::router::{EntityRouter, Shared};
 use super::settings::{ChildSettings, child_settings_methods};
 use super::table::Table;
 use super::{Keyed, StatsHandle, deliver_now, make_supervisor};
@@ -14,7 +19,7 @@ use crate::arena::Key;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
-use crate::request::{CancelRequest, Request, RequestMsg};
+use crate::request::{CancelRequest, Request, RequestId, RequestMsg};
 use crate::supervisor::restart::RestartPolicy;
 use crate::timer::TimerId;
 use std::collections::{HashMap, VecDeque};
@@ -131,6 +136,11 @@ where
     /// How long an entity stays at its place in the list of use.
     granularity: Duration,
     closing: bool,
+    /// Requests the set routed and that are not settled yet, by id: where
+    /// a `CancelRequest` for them goes.
+    asked: HashMap<RequestId, Asking<K>>,
+    /// What the set's routers read.
+    shared: Rc<Shared<K>>,
     stats: StatsHandle<EntityStats>,
 }
 
@@ -158,6 +168,8 @@ where
     /// A set whose entity for `key` is `factory(&key)` (called again for
     /// each new instance: after passivation, or a restart).
     pub fn new(factory: impl Fn(&K) -> E + 'static) -> Self {
+        let table = Table::new();
+        let shared = Rc::new(Shared::new(table.index()));
         EntitySet {
             factory: Rc::new(factory),
             routes: Vec::new(),
@@ -166,7 +178,7 @@ where
             max_live: None,
             max_buffered: MAX_BUFFERED,
             name: String::new(),
-            table: Table::new(),
+            table,
             by_slot: Vec::new(),
             by_address: HashMap::new(),
             waiting: VecDeque::new(),
@@ -177,6 +189,8 @@ where
             ordered: false,
             granularity: Duration::ZERO,
             closing: false,
+            asked: HashMap::new(),
+            shared,
             stats: StatsHandle::default(),
         }
     }
@@ -198,7 +212,10 @@ where
     /// [`Context::request`](crate::Context::request)) to the entity of the
     /// key `key_of` reads from the payload; the entity replies to the
     /// requester directly. A request the set cannot deliver is answered
-    /// with the error. (A `CancelRequest<R>` is not passed on.)
+    /// with the error. When the request ends without a reply (timeout,
+    /// cancel, requester gone), its `CancelRequest<R>` goes to the entity
+    /// instance that has it; one still held for an entity that is not live
+    /// is dropped, never delivered.
     pub fn route_request<R: Request>(mut self, key_of: impl Fn(&R) -> K + 'static) -> Self {
         let key_of = Rc::new(key_of);
         self.routes.push(Box::new(move |ctx| {
@@ -206,7 +223,9 @@ where
             ctx.subscribe(move |set: &mut Self, req: &RequestMsg<R>, ctx| {
                 set.on_request(&key_of(req.payload()), req, ctx);
             });
-            ctx.subscribe(|_: &mut Self, _: &CancelRequest<R>, _: &mut Context<'_, Self>| {});
+            ctx.subscribe(|set: &mut Self, cancel: &CancelRequest<R>, ctx| {
+                set.on_cancel(cancel, ctx);
+            });
         }));
         self
     }
@@ -251,6 +270,14 @@ where
     /// A live view of the set's counters.
     pub fn stats(&self) -> StatsHandle<EntityStats> {
         self.stats.clone()
+    }
+
+    /// A router for the set's keys: sends that reach a live entity without
+    /// passing through the set's handler (see [`EntityRouter`]).
+    pub fn router(&self) -> EntityRouter<K> {
+        EntityRouter {
+            shared: Rc::clone(&self.shared),
+        }
     }
 
     fn check(&self) -> Result<()> {
@@ -363,9 +390,36 @@ where
         req: &RequestMsg<R>,
         ctx: &mut Context<'_, Self>,
     ) {
+        // Forwarded with the set as its watcher: a reply tells the set
+        // (`Answered`) that the request is settled.
+        let forwarded = RequestMsg {
+            id: req.id,
+            payload: req.payload.clone(),
+            watcher: Some(ctx.address().clone()),
+        };
         match self.live_entity(key, ctx.core) {
-            Some((idx, dest)) => self.deliver(idx, dest, req, ctx),
-            None => self.hold(key, Box::new(Asked(req.clone())), ctx),
+            Some((idx, dest)) => {
+                let at = dest;
+                self.asked.insert(
+                    req.id,
+                    Asking {
+                        key: key.clone(),
+                        at,
+                    },
+                );
+                self.deliver(idx, dest, &forwarded, ctx);
+            }
+            None => {
+                let at = Key::NONE;
+                self.asked.insert(
+                    req.id,
+                    Asking {
+                        key: key.clone(),
+                        at,
+                    },
+                );
+                self.hold(key, Box::new(Asked(forwarded)), ctx);
+            }
         }
     }
 
@@ -408,6 +462,9 @@ where
 
     fn refuse(&mut self, held: Box<dyn Held>, error: Error, ctx: &mut Context<'_, Self>) {
         tracing::debug!(set = %self.name, %error, "message refused");
+        if let Some(id) = held.request_id() {
+            self.asked.remove(&id);
+        }
         held.refuse(ctx.core, ctx.me, error);
         self.stats.update(|s| s.refused += 1);
     }
@@ -436,6 +493,13 @@ where
         self.ordered = self.idle.is_some() || self.max_live.is_some();
         self.granularity = self.idle.map_or(Duration::ZERO, |idle| idle / 64);
         ctx.subscribe(Self::on_child_event);
+        ctx.subscribe(Self::on_answered);
+        self.shared.set.set(ctx.address().key());
+        self.shared.locality.set(ctx.core.id());
+        self.shared.direct.set(true);
+        self.shared.ordered.set(self.ordered);
+        self.shared.epoch.set(ctx.core.now);
+        self.shared.open.set(true);
         for route in std::mem::take(&mut self.routes) {
             route(ctx);
         }
@@ -443,6 +507,8 @@ where
 
     fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
         self.closing = true;
+        self.shared.open.set(false);
+        self.shared.direct.set(false);
         if let Some(timer) = self.idle_timer.take() {
             ctx.cancel_timer(timer);
         }
@@ -466,9 +532,10 @@ where
     }
 
     fn shutdown_finish(&mut self, _: &mut Context<'_, Self>) {
-        self.table = Table::new();
+        self.table.clear();
         self.by_slot = Vec::new();
         self.by_address = HashMap::new();
+        self.asked = HashMap::new();
         self.live = 0;
         self.stopping = 0;
         self.publish();

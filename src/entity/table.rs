@@ -3,12 +3,18 @@
 //! O(1), the tail is the least recently used. Beside each key's index, the
 //! hash table keeps a small `hot` value (what routing a message needs), so
 //! that a message to a live entity reads one bucket, not the entity's
-//! record too.
+//! record too. The hash table is shared (an `Rc`) with the set's
+//! routers, which read where live entities are.
 
 use super::hash::Seeded;
 use slab::Slab;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::rc::Rc;
+
+/// Each key's index and hot value, shared with the set's routers.
+pub(super) type Index<K, H> = Rc<RefCell<HashMap<K, (u32, H), Seeded>>>;
 
 /// No node: the end of the list.
 const NIL: u32 = u32::MAX;
@@ -25,7 +31,7 @@ struct Node<K, V> {
 /// an intrusive list of some of them in order of use, and a hot value `H`
 /// per key in the hash table itself.
 pub(super) struct Table<K, V, H> {
-    index: HashMap<K, (u32, H), Seeded>,
+    index: Index<K, H>,
     nodes: Slab<Node<K, V>>,
     /// Most recently used.
     head: u32,
@@ -36,7 +42,7 @@ pub(super) struct Table<K, V, H> {
 impl<K: Clone + Eq + Hash, V, H: Copy> Table<K, V, H> {
     pub(super) fn new() -> Self {
         Table {
-            index: HashMap::with_hasher(Seeded::new()),
+            index: Rc::new(RefCell::new(HashMap::with_hasher(Seeded::new()))),
             nodes: Slab::new(),
             head: NIL,
             tail: NIL,
@@ -51,18 +57,27 @@ impl<K: Clone + Eq + Hash, V, H: Copy> Table<K, V, H> {
     /// The index of the value of `key`.
     #[inline]
     pub(super) fn find(&self, key: &K) -> Option<u32> {
-        self.index.get(key).map(|&(idx, _)| idx)
+        self.index.borrow().get(key).map(|&(idx, _)| idx)
+    }
+
+    /// The hash table, to share.
+    pub(super) fn index(&self) -> Index<K, H> {
+        Rc::clone(&self.index)
     }
 
     /// The index of the value of `key`, and its hot value.
     #[inline]
     pub(super) fn find_hot(&self, key: &K) -> Option<(u32, H)> {
-        self.index.get(key).copied()
+        self.index.borrow().get(key).copied()
     }
 
     /// Sets the hot value of the value at `idx`.
     pub(super) fn set_hot(&mut self, idx: u32, hot: H) {
-        if let Some(entry) = self.index.get_mut(&self.nodes[idx as usize].key) {
+        if let Some(entry) = self
+            .index
+            .borrow_mut()
+            .get_mut(&self.nodes[idx as usize].key)
+        {
             entry.1 = hot;
         }
     }
@@ -77,7 +92,7 @@ impl<K: Clone + Eq + Hash, V, H: Copy> Table<K, V, H> {
             linked: false,
         });
         let idx = u32::try_from(idx).expect("fewer than 2^32 entities in one set");
-        self.index.insert(key, (idx, hot));
+        self.index.borrow_mut().insert(key, (idx, hot));
         idx
     }
 
@@ -86,17 +101,27 @@ impl<K: Clone + Eq + Hash, V, H: Copy> Table<K, V, H> {
     pub(super) fn remove(&mut self, idx: u32) -> (K, V) {
         self.unlink(idx);
         let node = self.nodes.remove(idx as usize);
-        self.index.remove(&node.key);
+        self.index.borrow_mut().remove(&node.key);
         self.shrink();
         (node.key, node.value)
     }
 
+    /// Removes every value, and gives back the memory.
+    pub(super) fn clear(&mut self) {
+        self.nodes.clear();
+        self.head = NIL;
+        self.tail = NIL;
+        self.shrink();
+    }
+
     fn shrink(&mut self) {
+        let mut index = self.index.borrow_mut();
         if self.nodes.is_empty() {
             self.nodes = Slab::new();
-            self.index = HashMap::with_hasher(self.index.hasher().clone());
-        } else if self.index.capacity() > 64 && self.index.len() < self.index.capacity() / 4 {
-            self.index.shrink_to(self.index.len() * 2);
+            *index = HashMap::with_hasher(index.hasher().clone());
+        } else if index.capacity() > 64 && index.len() < index.capacity() / 4 {
+            let len = index.len();
+            index.shrink_to(len * 2);
             // The slab cannot move its values; it shrinks past its last one.
             self.nodes.shrink_to_fit();
         }
@@ -218,7 +243,7 @@ mod tests {
             let idx = t.find(&k).unwrap();
             t.remove(idx);
         }
-        assert_eq!(t.index.capacity(), 0);
+        assert_eq!(t.index.borrow().capacity(), 0);
         assert_eq!(t.nodes.capacity(), 0);
     }
 }

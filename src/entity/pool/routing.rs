@@ -57,6 +57,10 @@ impl<R: Request> Outstanding for RequestMsg<R> {
 pub(super) trait Job<W: Actor> {
     fn run(self: Box<Self>, pool: &mut Pool<W>, ctx: &mut Context<'_, Pool<W>>);
     fn refuse(self: Box<Self>, ctx: &mut Context<'_, Pool<W>>, error: Error);
+    /// The request's id (`None` for a plain message).
+    fn request_id(&self) -> Option<RequestId> {
+        None
+    }
 }
 
 struct PlainJob<M>(M);
@@ -76,6 +80,9 @@ impl<W: Actor, R: Request> Job<W> for RequestJob<R> {
     }
     fn refuse(self: Box<Self>, ctx: &mut Context<'_, Pool<W>>, error: Error) {
         ctx.reply_error(&self.0, error);
+    }
+    fn request_id(&self) -> Option<RequestId> {
+        Some(self.0.id)
     }
 }
 
@@ -188,13 +195,18 @@ impl<W: Actor> Pool<W> {
         }
     }
 
-    /// The requester gave up (timeout, cancel, gone): the worker is told.
+    /// The requester gave up (timeout, cancel, gone): the worker is told;
+    /// a request still held for want of a worker is dropped.
     pub(super) fn on_cancel<R: Request>(
         &mut self,
         cancel: &CancelRequest<R>,
         ctx: &mut Context<'_, Self>,
     ) {
         let Some(flight) = self.in_flight.remove(&cancel.id) else {
+            let id = Some(cancel.id);
+            if let Some(at) = self.pending.iter().position(|j| j.request_id() == id) {
+                drop(self.pending.remove(at));
+            }
             return;
         };
         self.unload(flight.slot);

@@ -11,7 +11,7 @@ use crate::entity::deliver_now;
 use crate::entity::watch::ChildEvent;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
-use crate::request::{Request, RequestMsg};
+use crate::request::{Request, RequestId, RequestMsg};
 use crate::supervisor::ChildId;
 use std::collections::VecDeque;
 use std::fmt::Display;
@@ -63,6 +63,10 @@ pub(super) trait Held {
     fn deliver(self: Box<Self>, core: &mut Core, me: Key, dest: Key) -> bool;
     /// It cannot be delivered: a request is answered with `error`.
     fn refuse(self: Box<Self>, core: &mut Core, me: Key, error: Error);
+    /// The request's id (`None` for a plain message).
+    fn request_id(&self) -> Option<RequestId> {
+        None
+    }
 }
 
 pub(super) struct Plain<M>(pub(super) M);
@@ -81,7 +85,16 @@ impl<R: Request> Held for Asked<R> {
         deliver_now(core, me, dest, &self.0)
     }
     fn refuse(self: Box<Self>, core: &mut Core, me: Key, error: Error) {
-        crate::request::reply(core, me, &self.0, Err(error));
+        // The set forgets it itself: no `Answered` to its watcher.
+        let Asked(request) = *self;
+        let request = RequestMsg {
+            watcher: None,
+            ..request
+        };
+        crate::request::reply(core, me, &request, Err(error));
+    }
+    fn request_id(&self) -> Option<RequestId> {
+        Some(self.0.id)
     }
 }
 
@@ -89,16 +102,21 @@ impl<R: Request> Held for Asked<R> {
 /// its key (`NOT_LIVE` while it is not live): what routing needs, in the
 /// bucket the lookup reads anyway.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Live {
+pub(crate) struct Live {
     /// Its address's key.
-    pub(super) dest: Key,
+    pub(crate) dest: Key,
     /// Its actor's key (for the state check).
-    pub(super) actor: Key,
+    pub(crate) actor: Key,
+    /// When a router last delivered to it, in nanoseconds after the set's
+    /// epoch (0: not since it was last moved in the list of use). The set
+    /// reads it when the entity reaches the tail of that list.
+    pub(crate) used: u64,
 }
 
 pub(super) const NOT_LIVE: Live = Live {
     dest: Key::NONE,
     actor: Key::NONE,
+    used: 0,
 };
 
 /// No entity (in `by_slot`).
@@ -209,8 +227,28 @@ where
         while self.waiting.len() > self.stopping
             && let Some(victim) = self.table.tail()
         {
-            self.passivate(victim, "least recently used at the cap", ctx);
+            if !self.fold_use(victim) {
+                self.passivate(victim, "least recently used at the cap", ctx);
+            }
         }
+    }
+
+    /// If a router delivered to the entity at `idx` since it was last
+    /// moved in the list of use, moves it to the front as used then: `true`.
+    pub(super) fn fold_use(&mut self, idx: u32) -> bool {
+        let Some((_, live)) = self.table.find_hot(self.table.key(idx)) else {
+            return false;
+        };
+        let used = self.shared.epoch.get() + std::time::Duration::from_nanos(live.used);
+        let e = self.table.get_mut(idx);
+        if live.used == 0 || used <= e.last_active {
+            return false;
+        }
+        e.last_active = used;
+        e.linked_at = used;
+        self.table.touch(idx);
+        self.table.set_hot(idx, Live { used: 0, ..live });
+        true
     }
 
     /// Starts waiting keys while there is room, then makes room for the rest.
@@ -306,7 +344,14 @@ where
         e.linked_at = now;
         self.table.touch(idx);
         let dest = address.key();
-        self.table.set_hot(idx, Live { dest, actor });
+        self.table.set_hot(
+            idx,
+            Live {
+                dest,
+                actor,
+                used: 0,
+            },
+        );
         while self.table.get(idx).pending.is_some()
             && let Some(dest) = self.live_at(idx, ctx.core)
         {
@@ -321,7 +366,10 @@ where
                 e.pending = None;
             }
             self.buffered -= 1;
-            if !held.deliver(ctx.core, ctx.me, dest) {
+            let id = held.request_id();
+            let fine = held.deliver(ctx.core, ctx.me, dest);
+            self.delivered(id, dest);
+            if !fine {
                 self.leaving(idx);
             }
         }
@@ -417,7 +465,9 @@ where
                 .checked_add(idle)
                 .is_some_and(|due| due <= now)
         {
-            self.passivate(tail, "idle", ctx);
+            if !self.fold_use(tail) {
+                self.passivate(tail, "idle", ctx);
+            }
         }
         self.arm_idle(ctx);
         self.publish();
