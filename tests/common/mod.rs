@@ -68,6 +68,11 @@ impl Clock {
     }
 }
 
+/// An actor that does nothing.
+pub struct Idle;
+
+impl commutator::Actor for Idle {}
+
 /// A locality named `L0` with a root supervisor named `root` (`L0/root#1`).
 pub fn root_on_l0() -> (Locality, Address) {
     root_on("L0")
