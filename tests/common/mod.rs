@@ -1,9 +1,13 @@
 //! Helpers shared by the behaviour tests.
 //!
 //! Every test drives its locality with a manual clock (`Clock`), never sleeps
-//! and never looks at wall time.
+//! and never looks at wall time. A submodule holds what the files of one
+//! family share: `threads` for `threads*.rs` (on the real clock, bounded by
+//! deadlines).
 
 #![allow(dead_code, unreachable_pub)]
+
+pub mod threads;
 
 use commutator::{Address, Locality, Supervisor, SupervisorConfig};
 use std::cell::RefCell;
