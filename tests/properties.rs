@@ -1,9 +1,9 @@
 //! Property-based reliability tests: random supervisor trees with random
 //! faults, run to their end, checked against the library's invariants (see
-//! `scenario/check.rs`): every actor ends SHUT_DOWN exactly once, children
-//! before their supervisor and linked clients before their servers; every
-//! request gets exactly one response; per-sender FIFO; nothing leaks; the
-//! root's exit reason carries the injected cause.
+//! `scenario/check.rs` and `scenario/check/`): every actor ends SHUT_DOWN
+//! exactly once, children before their supervisor and linked clients before
+//! their servers; every request gets exactly one response; per-sender FIFO;
+//! nothing leaks; the root's exit reason carries the injected cause.
 //!
 //! - CI runs a bounded number of generated scenarios (`CI_CASES`), each from
 //!   a random seed; a failure prints the seed and the scenario.

@@ -1,9 +1,17 @@
 //! Helpers shared by the behaviour tests.
 //!
 //! Every test drives its locality with a manual clock (`Clock`), never sleeps
-//! and never looks at wall time.
+//! and never looks at wall time. A submodule holds what the files of one
+//! family share: `lifecycle` for `lifecycle*.rs`, `misuse` for `misuse*.rs`,
+//! `pubsub` for `pubsub*.rs`, `threads` for `threads*.rs` (on the real
+//! clock, bounded by deadlines).
 
 #![allow(dead_code, unreachable_pub)]
+
+pub mod lifecycle;
+pub mod misuse;
+pub mod pubsub;
+pub mod threads;
 
 use commutator::{Address, Locality, Supervisor, SupervisorConfig};
 use std::cell::RefCell;
@@ -67,6 +75,11 @@ impl Clock {
         t.duration_since(self.t0).as_millis()
     }
 }
+
+/// An actor that does nothing.
+pub struct Idle;
+
+impl commutator::Actor for Idle {}
 
 /// A locality named `L0` with a root supervisor named `root` (`L0/root#1`).
 pub fn root_on_l0() -> (Locality, Address) {
