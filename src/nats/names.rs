@@ -182,7 +182,7 @@ impl<C: Codec> Nats<C> {
                 Ok(found) => found,
                 Err(_) => Err(Error::new(ErrorCode::UnknownService)),
             }
-        });
+        })?;
         match found {
             Some(Ok(info)) => Ok(info),
             Some(Err(e)) if e.code() == ErrorCode::UnknownService => {

@@ -73,6 +73,8 @@ pub struct Service<C: Codec = Json> {
     install: Vec<Install<C>>,
     serve: HashMap<&'static str, Serve<C>>,
     pending: HashMap<RequestId, String>,
+    /// The subjects' common part, `<prefix>.svc.<name>` (built once).
+    group: String,
     window: Arc<Window>,
     task: Task,
 }
@@ -114,6 +116,7 @@ impl<C: Codec> Nats<C> {
             install: Vec::new(),
             serve: HashMap::new(),
             pending: HashMap::new(),
+            group: String::new(),
             window: Arc::new(Window::default()),
             task: Task::default(),
         }
@@ -176,10 +179,9 @@ impl<C: Codec> Service<C> {
 
     fn on_incoming(&mut self, incoming: &Incoming, ctx: &mut Context<'_, Self>) {
         let message = &incoming.0;
-        let prefix = svc_group(&self.nats.shared.prefix, &self.name);
         let wire = message
             .subject
-            .strip_prefix(prefix.as_str())
+            .strip_prefix(self.group.as_str())
             .and_then(|w| w.strip_prefix('.'))
             .unwrap_or("");
         let Some(reply) = message.reply.as_ref().map(|r| r.to_string()) else {
@@ -214,6 +216,7 @@ impl<C: Codec> Service<C> {
         for wire in &self.types {
             check_wire_name(wire)?;
         }
+        self.group = svc_group(&self.nats.shared.prefix, &self.name);
         for install in std::mem::take(&mut self.install) {
             install(ctx);
         }
