@@ -126,3 +126,264 @@ fn localities_on_tokio_runtimes_serve_and_ask_with_their_connections_on_the_same
         }
     });
 }
+
+/// What the server behind a service saw: a request, or its cancellation.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Asked(u64),
+    Cancelled(u64),
+}
+
+/// Never answers; reports each request and each cancellation it sees.
+struct Watcher {
+    out: mpsc::Sender<Seen>,
+    asked: std::collections::HashMap<RequestId, u64>,
+}
+impl Actor for Watcher {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(
+            |this: &mut Self, q: &RequestMsg<Square>, _: &mut Context<'_, Self>| {
+                this.asked.insert(q.id(), q.payload().0);
+                let _ = this.out.send(Seen::Asked(q.payload().0));
+            },
+        );
+        ctx.subscribe(
+            |this: &mut Self, c: &CancelRequest<Square>, _: &mut Context<'_, Self>| {
+                if let Some(n) = this.asked.remove(&c.id()) {
+                    let _ = this.out.send(Seen::Cancelled(n));
+                }
+            },
+        );
+    }
+}
+
+/// Cancels the request it asked for `n` when told.
+struct CancelNow(u64);
+
+/// Asks on [`Ask`], cancels on [`CancelNow`], reports each response.
+struct Canceller {
+    remote: Address,
+    out: mpsc::Sender<Answer>,
+    ids: std::collections::HashMap<u64, RequestId>,
+}
+impl Actor for Canceller {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|this: &mut Self, ask: &Ask, ctx: &mut Context<'_, Self>| {
+            let remote = this.remote.clone();
+            let id = ctx.request(&remote, Square(ask.0), ask.1);
+            this.ids.insert(ask.0, id);
+        });
+        ctx.subscribe(
+            |this: &mut Self, cancel: &CancelNow, ctx: &mut Context<'_, Self>| {
+                if let Some(id) = this.ids.remove(&cancel.0) {
+                    assert!(ctx.cancel_request(id), "{} is still pending", cancel.0);
+                }
+            },
+        );
+        ctx.subscribe(
+            |this: &mut Self, r: &Response<Square>, _: &mut Context<'_, Self>| {
+                let result = r
+                    .result()
+                    .copied()
+                    .map_err(|e| (e.code(), format!("{e:#}")));
+                let _ = this.out.send((r.request().0, result));
+            },
+        );
+    }
+}
+
+/// A node serving "calc" with a [`Watcher`] on `nats`, and a node asking it
+/// through a [`Canceller`] on `asking`. Returns both nodes, the canceller,
+/// what the watcher sees and the canceller's answers.
+fn watched(
+    nats: &Nats,
+    asking: &Nats,
+) -> (
+    Node,
+    Node,
+    Address,
+    mpsc::Receiver<Seen>,
+    mpsc::Receiver<Answer>,
+) {
+    let (seen_tx, seen) = mpsc::channel();
+    let serving = nats.clone();
+    let (server, ()) = Node::start("server", move |system, root| {
+        let watcher = Watcher {
+            out: seen_tx,
+            asked: Default::default(),
+        };
+        let watcher = system.spawn(root, watcher).finish()?;
+        system
+            .spawn(root, serving.service("calc", &watcher).request::<Square>())
+            .finish()?;
+        Ok(())
+    });
+    let (tx, answers) = mpsc::channel();
+    let asking = asking.clone();
+    let (client, canceller) = Node::start("client", move |system, root| {
+        let remote = asking.remote("calc").request::<Square>().wait(WAIT);
+        let remote = system.spawn(root, remote).finish()?;
+        let canceller = Canceller {
+            remote,
+            out: tx,
+            ids: Default::default(),
+        };
+        system.spawn(root, canceller).finish()
+    });
+    (server, client, canceller, seen, answers)
+}
+
+#[test]
+fn a_remote_request_cancelled_by_its_requester_is_cancelled_at_the_service_too() {
+    let Some(bin) =
+        nats_server("a_remote_request_cancelled_by_its_requester_is_cancelled_at_the_service_too")
+    else {
+        return;
+    };
+    let server = Server::start(&bin, &[]);
+    let url = server.url();
+    within(LIMIT, &[server], move || {
+        let (a, b) = (connect(&url), connect(&url));
+        let (server, client, canceller, seen, answers) = watched(&a, &b);
+        canceller.send(Ask(5, LIMIT)).expect("asks");
+        assert_eq!(next(&seen, WAIT, "the request"), Seen::Asked(5));
+        canceller.send(CancelNow(5)).expect("cancels");
+        let (n, result) = next(&answers, WAIT, "the response");
+        assert_eq!((n, result.map_err(|e| e.0)), (5, Err(ErrorCode::Cancelled)));
+        // The server behind the service sees it as a local cancellation.
+        assert_eq!(next(&seen, WAIT, "the cancellation"), Seen::Cancelled(5));
+        assert_eq!(b.stats().cancels_sent, 1);
+        assert_eq!(a.stats().cancelled, 1);
+        assert!(client.stop().is_ok());
+        assert!(server.stop().is_ok());
+    });
+}
+
+#[test]
+fn a_remote_request_that_times_out_at_its_requester_is_cancelled_at_the_service() {
+    let Some(bin) =
+        nats_server("a_remote_request_that_times_out_at_its_requester_is_cancelled_at_the_service")
+    else {
+        return;
+    };
+    let server = Server::start(&bin, &[]);
+    let url = server.url();
+    within(LIMIT, &[server], move || {
+        let (a, b) = (connect(&url), connect(&url));
+        let (server, client, canceller, seen, answers) = watched(&a, &b);
+        canceller
+            .send(Ask(8, Duration::from_secs(2)))
+            .expect("asks");
+        assert_eq!(next(&seen, WAIT, "the request"), Seen::Asked(8));
+        let (n, result) = next(&answers, WAIT, "the response");
+        assert_eq!(
+            (n, result.map_err(|e| e.0)),
+            (8, Err(ErrorCode::RequestTimeout))
+        );
+        assert_eq!(next(&seen, WAIT, "the cancellation"), Seen::Cancelled(8));
+        assert!(client.stop().is_ok());
+        assert!(server.stop().is_ok());
+    });
+}
+
+/// A service "calc" that is not commutator (raw async-nats): it answers
+/// discovery, and each `test.Square` 300 ms after it came, whatever happened
+/// meanwhile (it does not listen for cancellations). Ends when `stop` fires.
+fn raw_slow_service(
+    url: String,
+    ready: mpsc::Sender<()>,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    use futures_util::StreamExt;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async move {
+        let client = async_nats::connect(url).await.expect("connects");
+        let mut who = client
+            .subscribe("commutator.who.calc")
+            .await
+            .expect("subscribes");
+        let mut requests = client
+            .subscribe("commutator.svc.calc.test.Square")
+            .await
+            .expect("subscribes");
+        client.flush().await.expect("flushed");
+        let _ = ready.send(());
+        let info = r#"{"name":"calc","types":["test.Square"],"instance":"raw"}"#;
+        let serve = async {
+            let mut both = futures_util::stream::select(who.by_ref(), requests.by_ref());
+            while let Some(message) = both.next().await {
+                let Some(reply) = message.reply else {
+                    continue;
+                };
+                if message.subject.as_str() == "commutator.who.calc" {
+                    let _ = client.publish(reply, info.into()).await;
+                    continue;
+                }
+                let n: u64 = serde_json::from_slice(&message.payload).expect("a square");
+                let client = client.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    let answer = format!(r#"{{"Ok":{}}}"#, n * n);
+                    let _ = client.publish(reply, answer.into()).await;
+                });
+            }
+        };
+        let serve = std::pin::pin!(serve);
+        futures_util::future::select(stop, serve).await;
+    });
+}
+
+#[test]
+fn a_late_reply_from_a_peer_that_ignores_cancellations_is_dropped() {
+    let Some(bin) = nats_server("a_late_reply_from_a_peer_that_ignores_cancellations_is_dropped")
+    else {
+        return;
+    };
+    let server = Server::start(&bin, &[]);
+    let url = server.url();
+    within(LIMIT, &[server], move || {
+        let (ready_tx, ready) = mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let raw = {
+            let url = url.clone();
+            std::thread::spawn(move || raw_slow_service(url, ready_tx, stopped))
+        };
+        next(&ready, WAIT, "the raw service");
+        let b = connect(&url);
+        let (tx, answers) = mpsc::channel();
+        let asking = b.clone();
+        let (client, prober) = Node::start("client", move |system, root| {
+            let remote = asking.remote("calc").request::<Square>().wait(WAIT);
+            let remote = system.spawn(root, remote).finish()?;
+            system.spawn(root, Prober { remote, out: tx }).finish()
+        });
+        prober
+            .send(Ask(7, Duration::from_millis(50)))
+            .expect("asks");
+        let (n, result) = next(&answers, WAIT, "the response");
+        assert_eq!(
+            (n, result.map_err(|e| e.0)),
+            (7, Err(ErrorCode::RequestTimeout))
+        );
+        // The reply comes 300 ms after the request: late, dropped by the remote.
+        let deadline = std::time::Instant::now() + WAIT;
+        while b.stats().late_replies < 1 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the late reply never came"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            answers.try_recv().is_err(),
+            "exactly one response per request"
+        );
+        assert!(client.stop().is_ok());
+        let _ = stop.send(());
+        raw.join().expect("the raw service ended");
+    });
+}

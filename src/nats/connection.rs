@@ -108,6 +108,8 @@ pub(crate) struct Counters {
     pub(crate) reconnects: AtomicU64,
     pub(crate) disconnects: AtomicU64,
     pub(crate) slow_consumer: AtomicU64,
+    pub(crate) cancels_sent: AtomicU64,
+    pub(crate) cancelled: AtomicU64,
 }
 
 impl Counters {
@@ -137,6 +139,13 @@ pub struct Stats {
     /// Times the client dropped incoming messages because a subscription was
     /// full (a "slow consumer").
     pub slow_consumer: u64,
+    /// Cancellations sent to services: a request that ended here without
+    /// its reply (cancelled, timed out, its requester gone, or its
+    /// [`Remote`](super::Remote) shut down).
+    pub cancels_sent: u64,
+    /// Requests a [`Service`](super::Service) of this connection stopped
+    /// serving because their requester cancelled them.
+    pub cancelled: u64,
 }
 
 /// The servers of `options`, credentials cut out, for error contexts.
@@ -346,6 +355,8 @@ impl<C: Codec> Nats<C> {
             reconnects: get(&c.reconnects),
             disconnects: get(&c.disconnects),
             slow_consumer: get(&c.slow_consumer),
+            cancels_sent: get(&c.cancels_sent),
+            cancelled: get(&c.cancelled),
         }
     }
 

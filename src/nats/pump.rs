@@ -79,13 +79,13 @@ pub(crate) const BRIDGE_RESOURCE: u32 = 0x4e41_5453; // "NATS"
 #[derive(Debug)]
 pub(crate) struct Ack(pub(crate) u64);
 
-/// Reads `subscription` and hands each message to `each` (which sends it
+/// Reads `subscription` (one, or several merged) and hands each message to `each` (which sends it
 /// into a locality; `false` means the locality is gone), keeping at most
 /// `limit` messages unacknowledged by the actor at `ack_to`. Ends when the
 /// subscription or the locality ends (or the task is aborted: the bridge
 /// actor aborts it when it shuts down, which unsubscribes).
 pub(crate) async fn pump(
-    mut subscription: Subscriber,
+    mut subscription: impl futures_util::Stream<Item = Message> + Unpin,
     window: Arc<Window>,
     limit: u64,
     ack_to: Address,

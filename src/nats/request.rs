@@ -13,7 +13,9 @@
 
 use super::codec::{Codec, Json, Wire, WireError, WireReply};
 use super::connection::{Counters, Nats};
-use super::names::{ServiceInfo, check_service_name, check_wire_name, discover, svc_subject};
+use super::names::{
+    ServiceInfo, cancel_subject, check_service_name, check_wire_name, discover, svc_subject,
+};
 use super::pump::{BRIDGE_RESOURCE, RemoteEntry, Reply, Task};
 use crate::actor::Actor;
 use crate::context::Context;
@@ -63,8 +65,14 @@ struct Discovered(Result<ServiceInfo>);
 /// with [`ErrorCode::Unreachable`].
 ///
 /// Core NATS delivers at most once: a request or reply lost on the way (a
-/// server restart, say) ends in the local timeout. The service is not told
-/// of a cancellation: it may still do the work.
+/// server restart, say) ends in the local timeout. A request that ends here
+/// without its reply (cancelled, timed out, its requester gone, or this
+/// remote shut down) is cancelled at the service too, best-effort: a
+/// message on `<prefix>.cancel.<name>` (see [`Stats::cancels_sent`](super::Stats))
+/// that makes the instance serving it cancel its local request, so that
+/// its server sees a [`CancelRequest`] as for a local cancellation. That
+/// message may be lost, or come after the reply was sent: the service may
+/// still do the work, and its reply is then dropped here as late.
 pub struct Remote<C: Codec = Json> {
     nats: Nats<C>,
     name: String,
@@ -128,6 +136,7 @@ impl<C: Codec> Remote<C> {
                 |this: &mut Self, cancel: &CancelRequest<R>, _: &mut Context<'_, Self>| {
                     if let Some(id) = this.by_request.remove(&cancel.id()) {
                         this.pending.remove(&id);
+                        this.forward_cancel(id);
                     }
                 },
             );
@@ -187,6 +196,28 @@ impl<C: Codec> Remote<C> {
             },
         );
         self.by_request.insert(request.id(), id);
+    }
+
+    /// Tells the service that request `id` ended here without its reply
+    /// (best-effort: a message at most once), so that the instance serving
+    /// it cancels its local request; its reply, if one still comes, is
+    /// dropped as late.
+    fn forward_cancel(&self, id: u64) {
+        let Some((slot, entry)) = &self.slot else {
+            return;
+        };
+        entry.unask();
+        let shared = &self.nats.shared;
+        let reply = shared.inbox.reply_subject(*slot, id);
+        let subject = cancel_subject(&shared.prefix, &self.name);
+        match shared.publish(&subject, None, reply.into()) {
+            Ok(()) => Counters::add(&shared.stats.cancels_sent, 1),
+            Err(e) => tracing::debug!(
+                service = %self.name,
+                error = e.as_dyn_error(),
+                "nats: a cancellation could not be sent"
+            ),
+        }
     }
 
     fn on_reply(&mut self, reply: &Reply, ctx: &mut Context<'_, Self>) {
@@ -268,11 +299,14 @@ impl<C: Codec> Remote<C> {
         Ok(())
     }
 
-    /// Answers what still waits, and leaves the inbox.
+    /// Answers what still waits (and tells the service), and leaves the inbox.
     fn stop(&mut self, ctx: &mut Context<'_, Self>) {
         self.discovery.abort();
         if std::mem::replace(&mut self.searching, false) {
             let _ = ctx.release_resource(BRIDGE_RESOURCE);
+        }
+        for id in self.pending.keys() {
+            self.forward_cancel(*id);
         }
         if let Some((slot, _)) = self.slot.take() {
             self.nats.shared.inbox.deregister(slot);

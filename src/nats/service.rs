@@ -4,8 +4,8 @@
 use super::codec::{Codec, Json, Wire, WireError, WireReplyRef};
 use super::connection::{Counters, Nats, Shared};
 use super::names::{
-    ServiceInfo, announce_subject, check_service_name, check_wire_name, round_trip, svc_group,
-    svc_wildcard, transport_error, who_subject,
+    ServiceInfo, announce_subject, cancel_subject, check_service_name, check_wire_name, round_trip,
+    svc_group, svc_wildcard, transport_error, who_subject,
 };
 use super::pump::{Ack, BRIDGE_RESOURCE, Task, Window, pump};
 use crate::actor::{Actor, ActorState};
@@ -18,11 +18,15 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// How many cancellations that came before their request a service
+/// remembers (the oldest is forgotten first).
+const EARLY_CANCELS: usize = 256;
 
 /// The default of [`Service::timeout`].
 pub const DEFAULT_SERVICE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -75,6 +79,12 @@ pub struct Service<C: Codec = Json> {
     pending: HashMap<RequestId, String>,
     /// The subjects' common part, `<prefix>.svc.<name>` (built once).
     group: String,
+    /// Where requesters' cancellations come (`<prefix>.cancel.<name>`).
+    cancels: String,
+    /// Reply subjects of cancellations that came before their request (a
+    /// cancellation may overtake it here): at most [`EARLY_CANCELS`].
+    early: VecDeque<Arc<str>>,
+    early_set: HashSet<Arc<str>>,
     window: Arc<Window>,
     task: Task,
 }
@@ -117,6 +127,9 @@ impl<C: Codec> Nats<C> {
             serve: HashMap::new(),
             pending: HashMap::new(),
             group: String::new(),
+            cancels: String::new(),
+            early: VecDeque::new(),
+            early_set: HashSet::new(),
             window: Arc::new(Window::default()),
             task: Task::default(),
         }
@@ -179,6 +192,9 @@ impl<C: Codec> Service<C> {
 
     fn on_incoming(&mut self, incoming: &Incoming, ctx: &mut Context<'_, Self>) {
         let message = &incoming.0;
+        if message.subject.as_str() == self.cancels {
+            return self.on_cancel(&message.payload, ctx);
+        }
         let wire = message
             .subject
             .strip_prefix(self.group.as_str())
@@ -189,6 +205,9 @@ impl<C: Codec> Service<C> {
             tracing::warn!(subject = %message.subject, "nats: a request without a reply subject, dropped");
             return;
         };
+        if self.cancelled_early(&reply) {
+            return;
+        }
         match self.serve.get(wire).cloned() {
             Some(serve) => serve(self, ctx, reply, &message.payload),
             None => {
@@ -199,6 +218,50 @@ impl<C: Codec> Service<C> {
                 answer::<(), C>(&self.nats.shared, &reply, Err(&e));
             }
         }
+    }
+
+    /// A requester cancelled the request whose reply subject is `reply`:
+    /// its local request is cancelled (its server sees a
+    /// [`CancelRequest`](crate::CancelRequest)) and no answer is sent. One
+    /// not served here is ignored (another instance serves it, or it was
+    /// answered already), unless it has not come yet.
+    fn on_cancel(&mut self, reply: &[u8], ctx: &mut Context<'_, Self>) {
+        let Ok(reply) = std::str::from_utf8(reply) else {
+            return;
+        };
+        let found = self
+            .pending
+            .iter()
+            .find(|(_, r)| r.as_str() == reply)
+            .map(|(id, _)| *id);
+        match found {
+            Some(id) => {
+                self.pending.remove(&id);
+                ctx.cancel_request(id);
+                Counters::add(&self.nats.shared.stats.cancelled, 1);
+            }
+            None => {
+                if self.early.len() == EARLY_CANCELS
+                    && let Some(oldest) = self.early.pop_front()
+                {
+                    self.early_set.remove(&oldest);
+                }
+                let reply: Arc<str> = Arc::from(reply);
+                if self.early_set.insert(reply.clone()) {
+                    self.early.push_back(reply);
+                }
+            }
+        }
+    }
+
+    /// `true` (and forgotten) if `reply`'s request was cancelled before it came.
+    fn cancelled_early(&mut self, reply: &str) -> bool {
+        if self.early_set.is_empty() || !self.early_set.remove(reply) {
+            return false;
+        }
+        self.early.retain(|r| &**r != reply);
+        Counters::add(&self.nats.shared.stats.cancelled, 1);
+        true
     }
 
     fn on_serving(&mut self, serving: &Serving, ctx: &mut Context<'_, Self>) {
@@ -217,6 +280,7 @@ impl<C: Codec> Service<C> {
             check_wire_name(wire)?;
         }
         self.group = svc_group(&self.nats.shared.prefix, &self.name);
+        self.cancels = cancel_subject(&self.nats.shared.prefix, &self.name);
         for install in std::mem::take(&mut self.install) {
             install(ctx);
         }
@@ -247,10 +311,11 @@ impl<C: Codec> Service<C> {
     /// Subscribes on the bridge; the answer comes back as [`Serving`].
     fn listen(&mut self, ctx: &mut Context<'_, Self>) {
         let shared = self.nats.shared.clone();
-        let (name, me, window) = (
+        let (name, me, window, cancels) = (
             self.name.clone(),
             ctx.address().clone(),
             self.window.clone(),
+            self.cancels.clone(),
         );
         let info = ServiceInfo {
             name: self.name.clone(),
@@ -275,6 +340,11 @@ impl<C: Codec> Service<C> {
                     .subscribe(who.clone())
                     .await
                     .map_err(|e| transport_error(format!("nats: cannot subscribe to {who}"), e))?;
+                let cancels = client.subscribe(cancels.clone()).await.map_err(|e| {
+                    transport_error(format!("nats: cannot subscribe to {cancels}"), e)
+                })?;
+                // Requests and cancellations share one window into the locality.
+                let requests = futures_util::stream::select(requests, cancels);
                 round_trip(client).await?;
                 let _ = client
                     .publish(announce_subject(prefix, &name), info.clone())
