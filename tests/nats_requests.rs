@@ -192,22 +192,42 @@ impl Actor for Canceller {
     }
 }
 
-/// A node serving "calc" with a [`Watcher`] on `nats`, and a node asking it
-/// through a [`Canceller`] on `asking`. Returns both nodes, the canceller,
-/// what the watcher sees and the canceller's answers.
-fn watched(
-    nats: &Nats,
-    asking: &Nats,
-) -> (
-    Node,
-    Node,
-    Address,
-    mpsc::Receiver<Seen>,
-    mpsc::Receiver<Answer>,
-) {
+/// Blocks its locality's thread for the time it is told (after saying so).
+struct Staller(mpsc::Sender<()>);
+/// Tells a [`Staller`] to block its locality this long.
+struct Stall(Duration);
+impl Actor for Staller {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(
+            |this: &mut Self, stall: &Stall, _: &mut Context<'_, Self>| {
+                let _ = this.0.send(());
+                std::thread::sleep(stall.0);
+            },
+        );
+    }
+}
+
+/// The nodes and addresses of [`watched`].
+struct Watched {
+    server: Node,
+    client: Node,
+    /// Asks and cancels on the client node.
+    canceller: Address,
+    /// Blocks the server node's locality.
+    staller: Address,
+    /// Says when the staller starts blocking.
+    stalled: mpsc::Receiver<()>,
+    seen: mpsc::Receiver<Seen>,
+    answers: mpsc::Receiver<Answer>,
+}
+
+/// A node serving "calc" with a [`Watcher`] (and a [`Staller`]) on `nats`,
+/// and a node asking it through a [`Canceller`] on `asking`.
+fn watched(nats: &Nats, asking: &Nats) -> Watched {
     let (seen_tx, seen) = mpsc::channel();
+    let (stalled_tx, stalled) = mpsc::channel();
     let serving = nats.clone();
-    let (server, ()) = Node::start("server", move |system, root| {
+    let (server, staller) = Node::start("server", move |system, root| {
         let watcher = Watcher {
             out: seen_tx,
             asked: Default::default(),
@@ -216,7 +236,7 @@ fn watched(
         system
             .spawn(root, serving.service("calc", &watcher).request::<Square>())
             .finish()?;
-        Ok(())
+        system.spawn(root, Staller(stalled_tx)).finish()
     });
     let (tx, answers) = mpsc::channel();
     let asking = asking.clone();
@@ -230,7 +250,15 @@ fn watched(
         };
         system.spawn(root, canceller).finish()
     });
-    (server, client, canceller, seen, answers)
+    Watched {
+        server,
+        client,
+        canceller,
+        staller,
+        stalled,
+        seen,
+        answers,
+    }
 }
 
 #[test]
@@ -244,7 +272,14 @@ fn a_remote_request_cancelled_by_its_requester_is_cancelled_at_the_service_too()
     let url = server.url();
     within(LIMIT, &[server], move || {
         let (a, b) = (connect(&url), connect(&url));
-        let (server, client, canceller, seen, answers) = watched(&a, &b);
+        let Watched {
+            server,
+            client,
+            canceller,
+            seen,
+            answers,
+            ..
+        } = watched(&a, &b);
         canceller.send(Ask(5, LIMIT)).expect("asks");
         assert_eq!(next(&seen, WAIT, "the request"), Seen::Asked(5));
         canceller.send(CancelNow(5)).expect("cancels");
@@ -270,7 +305,14 @@ fn a_remote_request_that_times_out_at_its_requester_is_cancelled_at_the_service(
     let url = server.url();
     within(LIMIT, &[server], move || {
         let (a, b) = (connect(&url), connect(&url));
-        let (server, client, canceller, seen, answers) = watched(&a, &b);
+        let Watched {
+            server,
+            client,
+            canceller,
+            seen,
+            answers,
+            ..
+        } = watched(&a, &b);
         canceller
             .send(Ask(8, Duration::from_secs(2)))
             .expect("asks");
@@ -385,5 +427,41 @@ fn a_late_reply_from_a_peer_that_ignores_cancellations_is_dropped() {
         assert!(client.stop().is_ok());
         let _ = stop.send(());
         raw.join().expect("the raw service ended");
+    });
+}
+
+#[test]
+fn a_remote_request_whose_requester_gave_up_while_it_waited_is_not_served() {
+    let Some(bin) =
+        nats_server("a_remote_request_whose_requester_gave_up_while_it_waited_is_not_served")
+    else {
+        return;
+    };
+    let server = Server::start(&bin, &[]);
+    let url = server.url();
+    within(LIMIT, &[server], move || {
+        let (a, b) = (connect(&url), connect(&url));
+        let w = watched(&a, &b);
+        // The service's locality is busy for a second; the request waits in
+        // its inbox past the 200 ms its requester waits.
+        w.staller
+            .send(Stall(Duration::from_secs(1)))
+            .expect("stalls");
+        next(&w.stalled, WAIT, "the stall");
+        w.canceller
+            .send(Ask(5, Duration::from_millis(200)))
+            .expect("asks");
+        let (n, result) = next(&w.answers, WAIT, "the response");
+        assert_eq!(
+            (n, result.map_err(|e| e.0)),
+            (5, Err(ErrorCode::RequestTimeout))
+        );
+        // When its turn comes it is dropped: the server never sees it, and
+        // sees the next request first.
+        w.canceller.send(Ask(6, WAIT)).expect("asks");
+        assert_eq!(next(&w.seen, WAIT, "a request"), Seen::Asked(6));
+        assert_eq!(a.stats().expired, 1);
+        assert!(w.client.stop().is_ok());
+        assert!(w.server.stop().is_ok());
     });
 }

@@ -21,7 +21,7 @@ use super::options::Options;
 use super::pump::Inbox;
 use crate::address::Address;
 use crate::error::{Error, ErrorCode, Result};
-use async_nats::Client;
+use async_nats::{Client, HeaderMap};
 use bytes::Bytes;
 use futures_util::FutureExt;
 use std::fmt;
@@ -110,6 +110,7 @@ pub(crate) struct Counters {
     pub(crate) slow_consumer: AtomicU64,
     pub(crate) cancels_sent: AtomicU64,
     pub(crate) cancelled: AtomicU64,
+    pub(crate) expired: AtomicU64,
 }
 
 impl Counters {
@@ -146,6 +147,12 @@ pub struct Stats {
     /// Requests a [`Service`](super::Service) of this connection stopped
     /// serving because their requester cancelled them.
     pub cancelled: u64,
+    /// Requests a [`Service`](super::Service) of this connection stopped
+    /// serving, without an answer, because their requester's time ran out:
+    /// before their turn came (dropped unserved), or while served (the
+    /// local request timed out at the requester's deadline). The requester
+    /// has had its own timeout.
+    pub expired: u64,
 }
 
 /// The servers of `options`, credentials cut out, for error contexts.
@@ -357,6 +364,7 @@ impl<C: Codec> Nats<C> {
             slow_consumer: get(&c.slow_consumer),
             cancels_sent: get(&c.cancels_sent),
             cancelled: get(&c.cancelled),
+            expired: get(&c.expired),
         }
     }
 
@@ -397,14 +405,27 @@ impl<C: Codec> Shared<C> {
         reply: Option<String>,
         payload: Bytes,
     ) -> Result<()> {
-        let sent = match reply {
-            None => self
-                .client
-                .publish(subject.to_string(), payload)
+        self.publish_with(subject, reply, None, payload)
+    }
+
+    /// [`publish`](Shared::publish), with headers.
+    pub(crate) fn publish_with(
+        &self,
+        subject: &str,
+        reply: Option<String>,
+        headers: Option<HeaderMap>,
+        payload: Bytes,
+    ) -> Result<()> {
+        let client = &self.client;
+        let to = subject.to_string();
+        let sent = match (reply, headers) {
+            (None, None) => client.publish(to, payload).now_or_never(),
+            (None, Some(headers)) => client
+                .publish_with_headers(to, headers, payload)
                 .now_or_never(),
-            Some(reply) => self
-                .client
-                .publish_with_reply(subject.to_string(), reply, payload)
+            (Some(reply), None) => client.publish_with_reply(to, reply, payload).now_or_never(),
+            (Some(reply), Some(headers)) => client
+                .publish_with_reply_and_headers(to, reply, headers, payload)
                 .now_or_never(),
         };
         match sent {

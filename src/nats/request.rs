@@ -14,7 +14,8 @@
 use super::codec::{Codec, Json, Wire, WireError, WireReply};
 use super::connection::{Counters, Nats};
 use super::names::{
-    ServiceInfo, cancel_subject, check_service_name, check_wire_name, discover, svc_subject,
+    ServiceInfo, TIMEOUT_HEADER, cancel_subject, check_service_name, check_wire_name, discover,
+    svc_subject,
 };
 use super::pump::{BRIDGE_RESOURCE, RemoteEntry, Reply, Task};
 use crate::actor::Actor;
@@ -22,7 +23,7 @@ use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
 use crate::request::{CancelRequest, Request, RequestId, RequestMsg};
 use crate::timer::TimerId;
-use async_nats::{Message, StatusCode};
+use async_nats::{HeaderMap, Message, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
@@ -73,6 +74,12 @@ struct Discovered(Result<ServiceInfo>);
 /// its server sees a [`CancelRequest`] as for a local cancellation. That
 /// message may be lost, or come after the reply was sent: the service may
 /// still do the work, and its reply is then dropped here as late.
+///
+/// A request carries the time its requester still waits (a header,
+/// `Commutator-Timeout-Ms`), so the service does not serve it longer, nor
+/// at all once that time has passed (see [`Service::timeout`](super::Service::timeout)).
+/// That needs the requester in this remote's locality (as usual); a request
+/// from another locality goes without it.
 pub struct Remote<C: Codec = Json> {
     nats: Nats<C>,
     name: String,
@@ -174,8 +181,16 @@ impl<C: Codec> Remote<C> {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let subject = svc_subject(&shared.prefix, &self.name, R::NAME);
         let reply = shared.inbox.reply_subject(*slot, id);
+        // The requester's deadline travels as the time it has left.
+        let headers = ctx.request_deadline(request.id()).map(|deadline| {
+            let left = deadline.saturating_duration_since(ctx.now());
+            let millis = left.as_micros().div_ceil(1000);
+            let mut headers = HeaderMap::new();
+            headers.insert(TIMEOUT_HEADER, millis.to_string().as_str());
+            headers
+        });
         entry.asked();
-        if let Err(e) = shared.publish(&subject, Some(reply), payload) {
+        if let Err(e) = shared.publish_with(&subject, Some(reply), headers, payload) {
             entry.unask();
             return ctx.reply_error(request, e);
         }

@@ -4,8 +4,8 @@
 use super::codec::{Codec, Json, Wire, WireError, WireReplyRef};
 use super::connection::{Counters, Nats, Shared};
 use super::names::{
-    ServiceInfo, announce_subject, cancel_subject, check_service_name, check_wire_name, round_trip,
-    svc_group, svc_wildcard, transport_error, who_subject,
+    ServiceInfo, TIMEOUT_HEADER, announce_subject, cancel_subject, check_service_name,
+    check_wire_name, round_trip, svc_group, svc_wildcard, transport_error, who_subject,
 };
 use super::pump::{Ack, BRIDGE_RESOURCE, Task, Window, pump};
 use crate::actor::{Actor, ActorState};
@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How many cancellations that came before their request a service
 /// remembers (the oldest is forgotten first).
@@ -32,13 +32,22 @@ const EARLY_CANCELS: usize = 256;
 pub const DEFAULT_SERVICE_TIMEOUT: Duration = Duration::from_secs(30);
 
 type Install<C> = Box<dyn FnOnce(&mut Context<'_, Service<C>>)>;
-type Serve<C> = Rc<dyn Fn(&mut Service<C>, &mut Context<'_, Service<C>>, String, &Bytes)>;
+type Serve<C> = Rc<dyn Fn(&mut Service<C>, &mut Context<'_, Service<C>>, String, &Bytes, Duration)>;
 
-/// A request that came over NATS, handed to the service actor by its pump.
-struct Incoming(Message);
+/// A request that came over NATS, handed to the service actor by its pump,
+/// with when the pump read it.
+struct Incoming(Message, Instant);
 
 /// The service's subscriptions are in place (or could not be made).
 struct Serving(Result<()>);
+
+/// A request being served: where its answer goes, and whether its local
+/// timeout is its requester's (then a timeout is not answered: the
+/// requester has had its own).
+struct InFlight {
+    reply: String,
+    theirs: bool,
+}
 
 /// Where the requests go: an address, or a name of the local registry.
 enum Target {
@@ -76,7 +85,7 @@ pub struct Service<C: Codec = Json> {
     types: Vec<&'static str>,
     install: Vec<Install<C>>,
     serve: HashMap<&'static str, Serve<C>>,
-    pending: HashMap<RequestId, String>,
+    pending: HashMap<RequestId, InFlight>,
     /// The subjects' common part, `<prefix>.svc.<name>` (built once).
     group: String,
     /// Where requesters' cancellations come (`<prefix>.cancel.<name>`).
@@ -152,16 +161,24 @@ impl<C: Codec> Service<C> {
         self
     }
 
-    /// The timeout of the local request made for each request that comes
-    /// (default [`DEFAULT_SERVICE_TIMEOUT`]). The requester's own timeout is
-    /// not known here: make this at least as long.
+    /// The longest timeout of the local request made for each request that
+    /// comes (default [`DEFAULT_SERVICE_TIMEOUT`]). A request from a
+    /// [`Remote`](super::Remote) says how long its requester still waits:
+    /// the local request gets that if it is shorter, and one whose time ran
+    /// out before its turn came is dropped unserved
+    /// ([`Stats::expired`](super::Stats)).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
-    fn serve<R>(&mut self, ctx: &mut Context<'_, Self>, reply: String, payload: &Bytes)
-    where
+    fn serve<R>(
+        &mut self,
+        ctx: &mut Context<'_, Self>,
+        reply: String,
+        payload: &Bytes,
+        timeout: Duration,
+    ) where
         R: Request + Wire,
         R::Response: Serialize + DeserializeOwned,
     {
@@ -174,9 +191,10 @@ impl<C: Codec> Service<C> {
                 .with_context(format!("nats: service {:?} has no target yet", self.name));
             return answer::<R::Response, C>(&self.nats.shared, &reply, Err(&e));
         };
-        let id = ctx.request(&to, request, self.timeout);
+        let id = ctx.request(&to, request, timeout);
         if !id.is_none() {
-            self.pending.insert(id, reply);
+            let theirs = timeout < self.timeout;
+            self.pending.insert(id, InFlight { reply, theirs });
         }
     }
 
@@ -185,9 +203,14 @@ impl<C: Codec> Service<C> {
         R: Request + Wire,
         R::Response: Serialize + DeserializeOwned,
     {
-        if let Some(reply) = self.pending.remove(&response.id()) {
-            answer::<R::Response, C>(&self.nats.shared, &reply, response.result());
+        let Some(served) = self.pending.remove(&response.id()) else {
+            return;
+        };
+        if served.theirs && response.error_code() == Some(ErrorCode::RequestTimeout) {
+            Counters::add(&self.nats.shared.stats.expired, 1);
+            return;
         }
+        answer::<R::Response, C>(&self.nats.shared, &served.reply, response.result());
     }
 
     fn on_incoming(&mut self, incoming: &Incoming, ctx: &mut Context<'_, Self>) {
@@ -208,8 +231,13 @@ impl<C: Codec> Service<C> {
         if self.cancelled_early(&reply) {
             return;
         }
+        let Some(timeout) = self.time_left(message, incoming.1) else {
+            Counters::add(&self.nats.shared.stats.expired, 1);
+            tracing::debug!(subject = %message.subject, "nats: a request past its requester's deadline, dropped");
+            return;
+        };
         match self.serve.get(wire).cloned() {
-            Some(serve) => serve(self, ctx, reply, &message.payload),
+            Some(serve) => serve(self, ctx, reply, &message.payload, timeout),
             None => {
                 let e = Error::new(ErrorCode::UnknownService).with_context(format!(
                     "nats: service {:?} does not serve {wire:?}",
@@ -232,7 +260,7 @@ impl<C: Codec> Service<C> {
         let found = self
             .pending
             .iter()
-            .find(|(_, r)| r.as_str() == reply)
+            .find(|(_, served)| served.reply == reply)
             .map(|(id, _)| *id);
         match found {
             Some(id) => {
@@ -250,6 +278,25 @@ impl<C: Codec> Service<C> {
                 if self.early_set.insert(reply.clone()) {
                     self.early.push_back(reply);
                 }
+            }
+        }
+    }
+
+    /// The timeout of the local request for `message`, read by the pump at
+    /// `received`: the service's own, or the time its requester still waits
+    /// if that is shorter; `None` if that time has passed.
+    fn time_left(&self, message: &Message, received: Instant) -> Option<Duration> {
+        let left = message
+            .headers
+            .as_ref()
+            .and_then(|headers| headers.get(TIMEOUT_HEADER))
+            .and_then(|value| value.as_str().parse::<u64>().ok())
+            .map(Duration::from_millis);
+        match left {
+            None => Some(self.timeout),
+            Some(left) => {
+                let left = left.checked_sub(received.elapsed())?;
+                (!left.is_zero()).then(|| left.min(self.timeout))
             }
         }
     }
@@ -369,7 +416,7 @@ impl<C: Codec> Service<C> {
                 }
             };
             let stats = shared.stats.clone();
-            let each = |message| me.send(Incoming(message)).is_ok();
+            let each = |message| me.send(Incoming(message, Instant::now())).is_ok();
             let serve = pump(requests, window, shared.window, me.clone(), stats, each);
             futures_util::future::join(serve, answer_asks).await;
         });
@@ -422,8 +469,8 @@ impl<C: Codec> Actor for Service<C> {
         }
         let why = format!("nats: service {:?} shut down", self.name);
         let gone = Error::new(ErrorCode::Unreachable).with_context(why);
-        for (_, reply) in self.pending.drain() {
-            answer::<(), C>(&self.nats.shared, &reply, Err(&gone));
+        for (_, served) in self.pending.drain() {
+            answer::<(), C>(&self.nats.shared, &served.reply, Err(&gone));
         }
     }
 }
