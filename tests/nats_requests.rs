@@ -79,52 +79,50 @@ impl Actor for Stopper {
 #[cfg(feature = "tokio")]
 #[test]
 fn localities_on_tokio_runtimes_serve_and_ask_with_their_connections_on_the_same_runtime() {
-    let Some(bin) = nats_server(
+    with_server(
         "localities_on_tokio_runtimes_serve_and_ask_with_their_connections_on_the_same_runtime",
-    ) else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let (stop_server, server_thread) = tokio_node(url.clone(), |nats, locality, root| {
-            let calculator = locality.spawn(root, Calculator).finish()?;
-            locality
-                .spawn(root, nats.service("calc", &calculator).request::<Square>())
-                .finish()?;
-            Ok(())
-        });
-        let (tx, rx) = mpsc::channel();
-        let plan = vec![(9, WAIT, false), (666, WAIT, false), (4, WAIT, false)];
-        let (stop_client, client_thread) = tokio_node(url, move |nats, locality, root| {
-            let remote = nats.remote("calc").request::<Square>().wait(WAIT);
-            let remote = locality.spawn(root, remote).finish()?;
-            locality
-                .spawn(
-                    root,
-                    Asker {
-                        remote,
-                        plan,
-                        out: tx,
-                    },
-                )
-                .finish()?;
-            Ok(())
-        });
-        let mut answers: Vec<Answer> = (0..3).map(|_| next(&rx, WAIT, "an answer")).collect();
-        answers.sort_by_key(|a| a.0);
-        assert_eq!(answers[0], (4, Ok(16)));
-        assert_eq!(answers[1], (9, Ok(81)));
-        let (n, Err((code, chain))) = &answers[2] else {
-            panic!("666 is an error: {answers:?}");
-        };
-        assert_eq!((*n, *code), (666, ErrorCode::Failure), "{chain}");
-        assert!(chain.contains("the devil's number"), "{chain}");
-        for (stop, thread) in [(stop_client, client_thread), (stop_server, server_thread)] {
-            stop.send(Stop).expect("stops");
-            thread.join().expect("no panic").expect("a normal end");
-        }
-    });
+        &[],
+        LIMIT,
+        move |url| {
+            let (stop_server, server_thread) = tokio_node(url.clone(), |nats, locality, root| {
+                let calculator = locality.spawn(root, Calculator).finish()?;
+                locality
+                    .spawn(root, nats.service("calc", &calculator).request::<Square>())
+                    .finish()?;
+                Ok(())
+            });
+            let (tx, rx) = mpsc::channel();
+            let plan = vec![(9, WAIT, false), (666, WAIT, false), (4, WAIT, false)];
+            let (stop_client, client_thread) = tokio_node(url, move |nats, locality, root| {
+                let remote = nats.remote("calc").request::<Square>().wait(WAIT);
+                let remote = locality.spawn(root, remote).finish()?;
+                locality
+                    .spawn(
+                        root,
+                        Asker {
+                            remote,
+                            plan,
+                            out: tx,
+                        },
+                    )
+                    .finish()?;
+                Ok(())
+            });
+            let mut answers: Vec<Answer> = (0..3).map(|_| next(&rx, WAIT, "an answer")).collect();
+            answers.sort_by_key(|a| a.0);
+            assert_eq!(answers[0], (4, Ok(16)));
+            assert_eq!(answers[1], (9, Ok(81)));
+            let (n, Err((code, chain))) = &answers[2] else {
+                panic!("666 is an error: {answers:?}");
+            };
+            assert_eq!((*n, *code), (666, ErrorCode::Failure), "{chain}");
+            assert!(chain.contains("the devil's number"), "{chain}");
+            for (stop, thread) in [(stop_client, client_thread), (stop_server, server_thread)] {
+                stop.send(Stop).expect("stops");
+                thread.join().expect("no panic").expect("a normal end");
+            }
+        },
+    );
 }
 
 /// What the server behind a service saw: a request, or its cancellation.
@@ -263,69 +261,65 @@ fn watched(nats: &Nats, asking: &Nats) -> Watched {
 
 #[test]
 fn a_remote_request_cancelled_by_its_requester_is_cancelled_at_the_service_too() {
-    let Some(bin) =
-        nats_server("a_remote_request_cancelled_by_its_requester_is_cancelled_at_the_service_too")
-    else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let (a, b) = (connect(&url), connect(&url));
-        let Watched {
-            server,
-            client,
-            canceller,
-            seen,
-            answers,
-            ..
-        } = watched(&a, &b);
-        canceller.send(Ask(5, LIMIT)).expect("asks");
-        assert_eq!(next(&seen, WAIT, "the request"), Seen::Asked(5));
-        canceller.send(CancelNow(5)).expect("cancels");
-        let (n, result) = next(&answers, WAIT, "the response");
-        assert_eq!((n, result.map_err(|e| e.0)), (5, Err(ErrorCode::Cancelled)));
-        // The server behind the service sees it as a local cancellation.
-        assert_eq!(next(&seen, WAIT, "the cancellation"), Seen::Cancelled(5));
-        assert_eq!(b.stats().cancels_sent, 1);
-        assert_eq!(a.stats().cancelled, 1);
-        assert!(client.stop().is_ok());
-        assert!(server.stop().is_ok());
-    });
+    with_server(
+        "a_remote_request_cancelled_by_its_requester_is_cancelled_at_the_service_too",
+        &[],
+        LIMIT,
+        move |url| {
+            let (a, b) = (connect(&url), connect(&url));
+            let Watched {
+                server,
+                client,
+                canceller,
+                seen,
+                answers,
+                ..
+            } = watched(&a, &b);
+            canceller.send(Ask(5, LIMIT)).expect("asks");
+            assert_eq!(next(&seen, WAIT, "the request"), Seen::Asked(5));
+            canceller.send(CancelNow(5)).expect("cancels");
+            let (n, result) = next(&answers, WAIT, "the response");
+            assert_eq!((n, result.map_err(|e| e.0)), (5, Err(ErrorCode::Cancelled)));
+            // The server behind the service sees it as a local cancellation.
+            assert_eq!(next(&seen, WAIT, "the cancellation"), Seen::Cancelled(5));
+            assert_eq!(b.stats().cancels_sent, 1);
+            assert_eq!(a.stats().cancelled, 1);
+            assert!(client.stop().is_ok());
+            assert!(server.stop().is_ok());
+        },
+    );
 }
 
 #[test]
 fn a_remote_request_that_times_out_at_its_requester_is_cancelled_at_the_service() {
-    let Some(bin) =
-        nats_server("a_remote_request_that_times_out_at_its_requester_is_cancelled_at_the_service")
-    else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let (a, b) = (connect(&url), connect(&url));
-        let Watched {
-            server,
-            client,
-            canceller,
-            seen,
-            answers,
-            ..
-        } = watched(&a, &b);
-        canceller
-            .send(Ask(8, Duration::from_secs(2)))
-            .expect("asks");
-        assert_eq!(next(&seen, WAIT, "the request"), Seen::Asked(8));
-        let (n, result) = next(&answers, WAIT, "the response");
-        assert_eq!(
-            (n, result.map_err(|e| e.0)),
-            (8, Err(ErrorCode::RequestTimeout))
-        );
-        assert_eq!(next(&seen, WAIT, "the cancellation"), Seen::Cancelled(8));
-        assert!(client.stop().is_ok());
-        assert!(server.stop().is_ok());
-    });
+    with_server(
+        "a_remote_request_that_times_out_at_its_requester_is_cancelled_at_the_service",
+        &[],
+        LIMIT,
+        move |url| {
+            let (a, b) = (connect(&url), connect(&url));
+            let Watched {
+                server,
+                client,
+                canceller,
+                seen,
+                answers,
+                ..
+            } = watched(&a, &b);
+            canceller
+                .send(Ask(8, Duration::from_secs(2)))
+                .expect("asks");
+            assert_eq!(next(&seen, WAIT, "the request"), Seen::Asked(8));
+            let (n, result) = next(&answers, WAIT, "the response");
+            assert_eq!(
+                (n, result.map_err(|e| e.0)),
+                (8, Err(ErrorCode::RequestTimeout))
+            );
+            assert_eq!(next(&seen, WAIT, "the cancellation"), Seen::Cancelled(8));
+            assert!(client.stop().is_ok());
+            assert!(server.stop().is_ok());
+        },
+    );
 }
 
 /// A service "calc" that is not commutator (raw async-nats): it answers
@@ -380,88 +374,85 @@ fn raw_slow_service(
 
 #[test]
 fn a_late_reply_from_a_peer_that_ignores_cancellations_is_dropped() {
-    let Some(bin) = nats_server("a_late_reply_from_a_peer_that_ignores_cancellations_is_dropped")
-    else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let (ready_tx, ready) = mpsc::channel();
-        let (stop, stopped) = tokio::sync::oneshot::channel();
-        let raw = {
-            let url = url.clone();
-            std::thread::spawn(move || raw_slow_service(url, ready_tx, stopped))
-        };
-        next(&ready, WAIT, "the raw service");
-        let b = connect(&url);
-        let (tx, answers) = mpsc::channel();
-        let asking = b.clone();
-        let (client, prober) = Node::start("client", move |system, root| {
-            let remote = asking.remote("calc").request::<Square>().wait(WAIT);
-            let remote = system.spawn(root, remote).finish()?;
-            system.spawn(root, Prober { remote, out: tx }).finish()
-        });
-        prober
-            .send(Ask(7, Duration::from_millis(50)))
-            .expect("asks");
-        let (n, result) = next(&answers, WAIT, "the response");
-        assert_eq!(
-            (n, result.map_err(|e| e.0)),
-            (7, Err(ErrorCode::RequestTimeout))
-        );
-        // The reply comes 300 ms after the request: late, dropped by the remote.
-        let deadline = std::time::Instant::now() + WAIT;
-        while b.stats().late_replies < 1 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the late reply never came"
+    with_server(
+        "a_late_reply_from_a_peer_that_ignores_cancellations_is_dropped",
+        &[],
+        LIMIT,
+        move |url| {
+            let (ready_tx, ready) = mpsc::channel();
+            let (stop, stopped) = tokio::sync::oneshot::channel();
+            let raw = {
+                let url = url.clone();
+                std::thread::spawn(move || raw_slow_service(url, ready_tx, stopped))
+            };
+            next(&ready, WAIT, "the raw service");
+            let b = connect(&url);
+            let (tx, answers) = mpsc::channel();
+            let asking = b.clone();
+            let (client, prober) = Node::start("client", move |system, root| {
+                let remote = asking.remote("calc").request::<Square>().wait(WAIT);
+                let remote = system.spawn(root, remote).finish()?;
+                system.spawn(root, Prober { remote, out: tx }).finish()
+            });
+            prober
+                .send(Ask(7, Duration::from_millis(50)))
+                .expect("asks");
+            let (n, result) = next(&answers, WAIT, "the response");
+            assert_eq!(
+                (n, result.map_err(|e| e.0)),
+                (7, Err(ErrorCode::RequestTimeout))
             );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        assert!(
-            answers.try_recv().is_err(),
-            "exactly one response per request"
-        );
-        assert!(client.stop().is_ok());
-        let _ = stop.send(());
-        raw.join().expect("the raw service ended");
-    });
+            // The reply comes 300 ms after the request: late, dropped by the remote.
+            let deadline = std::time::Instant::now() + WAIT;
+            while b.stats().late_replies < 1 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the late reply never came"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(
+                answers.try_recv().is_err(),
+                "exactly one response per request"
+            );
+            assert!(client.stop().is_ok());
+            let _ = stop.send(());
+            raw.join().expect("the raw service ended");
+        },
+    );
 }
 
 #[test]
 fn a_remote_request_whose_requester_gave_up_while_it_waited_is_not_served() {
-    let Some(bin) =
-        nats_server("a_remote_request_whose_requester_gave_up_while_it_waited_is_not_served")
-    else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let (a, b) = (connect(&url), connect(&url));
-        let w = watched(&a, &b);
-        // The service's locality is busy for a second; the request waits in
-        // its inbox past the 200 ms its requester waits.
-        w.staller
-            .send(Stall(Duration::from_secs(1)))
-            .expect("stalls");
-        next(&w.stalled, WAIT, "the stall");
-        w.canceller
-            .send(Ask(5, Duration::from_millis(200)))
-            .expect("asks");
-        let (n, result) = next(&w.answers, WAIT, "the response");
-        assert_eq!(
-            (n, result.map_err(|e| e.0)),
-            (5, Err(ErrorCode::RequestTimeout))
-        );
-        // When its turn comes it is dropped: the server never sees it, and
-        // sees the next request first.
-        w.canceller.send(Ask(6, WAIT)).expect("asks");
-        assert_eq!(next(&w.seen, WAIT, "a request"), Seen::Asked(6));
-        assert_eq!(a.stats().expired, 1);
-        assert!(w.client.stop().is_ok());
-        assert!(w.server.stop().is_ok());
-    });
+    with_server(
+        "a_remote_request_whose_requester_gave_up_while_it_waited_is_not_served",
+        &[],
+        LIMIT,
+        move |url| {
+            let (a, b) = (connect(&url), connect(&url));
+            let w = watched(&a, &b);
+            // The service's locality is busy for a second; the request waits in
+            // its inbox past the 200 ms its requester waits.
+            w.staller
+                .send(Stall(Duration::from_secs(1)))
+                .expect("stalls");
+            next(&w.stalled, WAIT, "the stall");
+            w.canceller
+                .send(Ask(5, Duration::from_millis(200)))
+                .expect("asks");
+            let (n, result) = next(&w.answers, WAIT, "the response");
+            assert_eq!(
+                (n, result.map_err(|e| e.0)),
+                (5, Err(ErrorCode::RequestTimeout))
+            );
+            // When its turn comes it is dropped: the server never sees it, and
+            // sees the next request first.
+            w.canceller.send(Ask(6, WAIT)).expect("asks");
+            assert_eq!(next(&w.seen, WAIT, "a request"), Seen::Asked(6));
+            assert_eq!(a.stats().expired, 1);
+            assert!(w.client.stop().is_ok());
+            assert!(w.server.stop().is_ok());
+        },
+    );
 }

@@ -40,6 +40,19 @@ pub(crate) fn client_options(options: &Options, stats: Arc<Counters>) -> Result<
         Auth::None => o,
         Auth::Token(token) => o.token(token.clone()),
         Auth::UserPassword(user, password) => o.user_and_password(user.clone(), password.clone()),
+        Auth::NKey(seed) => o.nkey(seed.clone()),
+        Auth::CredentialsFile(path) => {
+            let unusable = |e: std::io::Error| {
+                Error::new(ErrorCode::InvalidArgument)
+                    .with_context(format!(
+                        "nats: credentials file {} cannot be used",
+                        path.display()
+                    ))
+                    .with_source(e)
+            };
+            let creds = std::fs::read_to_string(path).map_err(unusable)?;
+            o.credentials(&creds).map_err(unusable)?
+        }
     };
     if options.tls_required {
         o = o.require_tls(true);
