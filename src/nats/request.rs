@@ -17,7 +17,7 @@ use super::names::{
     ServiceInfo, TIMEOUT_HEADER, cancel_subject, check_service_name, check_wire_name, discover,
     svc_subject,
 };
-use super::pump::{BRIDGE_RESOURCE, RemoteEntry, Reply, Task};
+use super::pump::{BRIDGE_RESOURCE, IdMap, RemoteEntry, Reply, Task};
 use crate::actor::Actor;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
@@ -32,7 +32,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 type Install<C> = Box<dyn FnOnce(&mut Context<'_, Remote<C>>)>;
-type Settle<C> = Box<dyn FnOnce(&C, &mut Context<'_, Remote<C>>, Result<Message>)>;
+/// Answers the local request: (codec, service name, context, the reply or why none).
+type Settle<C> = Box<dyn FnOnce(&C, &str, &mut Context<'_, Remote<C>>, Result<Message>)>;
 
 /// A request on its way to the service: how to answer the local request.
 struct Pending<C: Codec> {
@@ -87,8 +88,10 @@ pub struct Remote<C: Codec = Json> {
     types: Vec<&'static str>,
     install: Vec<Install<C>>,
     slot: Option<(usize, Arc<RemoteEntry>)>,
-    pending: HashMap<u64, Pending<C>>,
-    by_request: HashMap<RequestId, u64>,
+    pending: IdMap<u64, Pending<C>>,
+    by_request: IdMap<RequestId, u64>,
+    /// The subject of each request type (`<prefix>.svc.<name>.<type>`).
+    subjects: HashMap<&'static str, String>,
     discovery: Task,
     /// `true` while the discovery at init runs (its answer and its deadline
     /// race: the first ends it).
@@ -119,8 +122,9 @@ impl<C: Codec> Nats<C> {
             types: Vec::new(),
             install: Vec::new(),
             slot: None,
-            pending: HashMap::new(),
-            by_request: HashMap::new(),
+            pending: IdMap::default(),
+            by_request: IdMap::default(),
+            subjects: HashMap::new(),
             discovery: Task::default(),
             searching: false,
             timer: None,
@@ -179,7 +183,10 @@ impl<C: Codec> Remote<C> {
         let id = shared
             .next_request
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let subject = svc_subject(&shared.prefix, &self.name, R::NAME);
+        let subject = match self.subjects.get(R::NAME) {
+            Some(subject) => subject.as_str(),
+            None => return ctx.reply_error(request, Error::new(ErrorCode::UnknownService)),
+        };
         let reply = shared.inbox.reply_subject(*slot, id);
         // The requester's deadline travels as the time it has left.
         let headers = ctx.request_deadline(request.id()).map(|deadline| {
@@ -190,19 +197,17 @@ impl<C: Codec> Remote<C> {
             headers
         });
         entry.asked();
-        if let Err(e) = shared.publish_with(&subject, Some(reply), headers, payload) {
+        if let Err(e) = shared.publish_with(subject, Some(reply), headers, payload) {
             entry.unask();
             return ctx.reply_error(request, e);
         }
-        let name = self.name.clone();
         let kept = request.clone();
-        let settle: Settle<C> =
-            Box::new(
-                move |codec, ctx, answer| match decode_reply::<R, C>(codec, &name, answer) {
-                    Ok(value) => ctx.reply(&kept, value),
-                    Err(e) => ctx.reply_error(&kept, e),
-                },
-            );
+        let settle: Settle<C> = Box::new(move |codec, name, ctx, answer| {
+            match decode_reply::<R, C>(codec, name, answer) {
+                Ok(value) => ctx.reply(&kept, value),
+                Err(e) => ctx.reply_error(&kept, e),
+            }
+        });
         self.pending.insert(
             id,
             Pending {
@@ -241,7 +246,12 @@ impl<C: Codec> Remote<C> {
             return;
         };
         self.by_request.remove(&pending.request);
-        (pending.settle)(&self.nats.shared.codec, ctx, Ok(reply.message.clone()));
+        (pending.settle)(
+            &self.nats.shared.codec,
+            &self.name,
+            ctx,
+            Ok(reply.message.clone()),
+        );
     }
 
     fn on_discovered(&mut self, found: &Discovered, ctx: &mut Context<'_, Self>) {
@@ -293,6 +303,10 @@ impl<C: Codec> Remote<C> {
         for wire in &self.types {
             check_wire_name(wire)?;
         }
+        for wire in &self.types {
+            let subject = svc_subject(&self.nats.shared.prefix, &self.name, wire);
+            self.subjects.insert(wire, subject);
+        }
         for install in std::mem::take(&mut self.install) {
             install(ctx);
         }
@@ -330,7 +344,7 @@ impl<C: Codec> Remote<C> {
         let why = format!("nats: remote service {:?} shut down", self.name);
         for (_, pending) in self.pending.drain() {
             let error = Error::new(ErrorCode::Unreachable).with_context(why.clone());
-            (pending.settle)(&self.nats.shared.codec, ctx, Err(error));
+            (pending.settle)(&self.nats.shared.codec, &self.name, ctx, Err(error));
         }
     }
 }

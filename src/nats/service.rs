@@ -7,7 +7,7 @@ use super::names::{
     ServiceInfo, TIMEOUT_HEADER, announce_subject, cancel_subject, check_service_name,
     check_wire_name, round_trip, svc_group, svc_wildcard, transport_error, who_subject,
 };
-use super::pump::{Ack, BRIDGE_RESOURCE, Task, Window, pump};
+use super::pump::{Ack, BRIDGE_RESOURCE, IdMap, Task, Window, pump};
 use crate::actor::{Actor, ActorState};
 use crate::address::Address;
 use crate::context::Context;
@@ -85,7 +85,7 @@ pub struct Service<C: Codec = Json> {
     types: Vec<&'static str>,
     install: Vec<Install<C>>,
     serve: HashMap<&'static str, Serve<C>>,
-    pending: HashMap<RequestId, InFlight>,
+    pending: IdMap<RequestId, InFlight>,
     /// The subjects' common part, `<prefix>.svc.<name>` (built once).
     group: String,
     /// Where requesters' cancellations come (`<prefix>.cancel.<name>`).
@@ -134,7 +134,7 @@ impl<C: Codec> Nats<C> {
             types: Vec::new(),
             install: Vec::new(),
             serve: HashMap::new(),
-            pending: HashMap::new(),
+            pending: IdMap::default(),
             group: String::new(),
             cancels: String::new(),
             early: VecDeque::new(),
