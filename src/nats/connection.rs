@@ -21,7 +21,7 @@ use super::options::Options;
 use super::pump::Inbox;
 use crate::address::Address;
 use crate::error::{Error, ErrorCode, Result};
-use async_nats::{Client, HeaderMap};
+use async_nats::Client;
 use bytes::Bytes;
 use futures_util::FutureExt;
 use std::fmt;
@@ -405,28 +405,11 @@ impl<C: Codec> Shared<C> {
         reply: Option<String>,
         payload: Bytes,
     ) -> Result<()> {
-        self.publish_with(subject, reply, None, payload)
-    }
-
-    /// [`publish`](Shared::publish), with headers.
-    pub(crate) fn publish_with(
-        &self,
-        subject: &str,
-        reply: Option<String>,
-        headers: Option<HeaderMap>,
-        payload: Bytes,
-    ) -> Result<()> {
         let client = &self.client;
         let to = subject.to_string();
-        let sent = match (reply, headers) {
-            (None, None) => client.publish(to, payload).now_or_never(),
-            (None, Some(headers)) => client
-                .publish_with_headers(to, headers, payload)
-                .now_or_never(),
-            (Some(reply), None) => client.publish_with_reply(to, reply, payload).now_or_never(),
-            (Some(reply), Some(headers)) => client
-                .publish_with_reply_and_headers(to, reply, headers, payload)
-                .now_or_never(),
+        let sent = match reply {
+            None => client.publish(to, payload).now_or_never(),
+            Some(reply) => client.publish_with_reply(to, reply, payload).now_or_never(),
         };
         match sent {
             Some(Ok(())) => {

@@ -91,10 +91,6 @@ pub(crate) fn who_subject(prefix: &str, name: &str) -> String {
     format!("{prefix}.who.{name}")
 }
 
-/// The header of a request that says how long its requester still waits
-/// for the reply, in whole milliseconds (rounded up) from when it was sent.
-pub(crate) const TIMEOUT_HEADER: &str = "Commutator-Timeout-Ms";
-
 pub(crate) fn cancel_subject(prefix: &str, name: &str) -> String {
     format!("{prefix}.cancel.{name}")
 }

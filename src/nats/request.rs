@@ -14,8 +14,7 @@
 use super::codec::{Codec, Json, Wire, WireError, WireReply};
 use super::connection::{Counters, Nats};
 use super::names::{
-    ServiceInfo, TIMEOUT_HEADER, cancel_subject, check_service_name, check_wire_name, discover,
-    svc_subject,
+    ServiceInfo, cancel_subject, check_service_name, check_wire_name, discover, svc_subject,
 };
 use super::pump::{BRIDGE_RESOURCE, IdMap, RemoteEntry, Reply, Task};
 use crate::actor::Actor;
@@ -23,7 +22,7 @@ use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
 use crate::request::{CancelRequest, Request, RequestId, RequestMsg};
 use crate::timer::TimerId;
-use async_nats::{HeaderMap, Message, StatusCode};
+use async_nats::{Message, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
@@ -76,8 +75,8 @@ struct Discovered(Result<ServiceInfo>);
 /// message may be lost, or come after the reply was sent: the service may
 /// still do the work, and its reply is then dropped here as late.
 ///
-/// A request carries the time its requester still waits (a header,
-/// `Commutator-Timeout-Ms`), so the service does not serve it longer, nor
+/// A request carries the time its requester still waits (the last token of
+/// its reply subject, `t<ms>`), so the service does not serve it longer, nor
 /// at all once that time has passed (see [`Service::timeout`](super::Service::timeout)).
 /// That needs the requester in this remote's locality (as usual); a request
 /// from another locality goes without it.
@@ -187,17 +186,14 @@ impl<C: Codec> Remote<C> {
             Some(subject) => subject.as_str(),
             None => return ctx.reply_error(request, Error::new(ErrorCode::UnknownService)),
         };
-        let reply = shared.inbox.reply_subject(*slot, id);
         // The requester's deadline travels as the time it has left.
-        let headers = ctx.request_deadline(request.id()).map(|deadline| {
+        let left_ms = ctx.request_deadline(request.id()).map(|deadline| {
             let left = deadline.saturating_duration_since(ctx.now());
-            let millis = left.as_micros().div_ceil(1000);
-            let mut headers = HeaderMap::new();
-            headers.insert(TIMEOUT_HEADER, millis.to_string().as_str());
-            headers
+            left.as_micros().div_ceil(1000)
         });
+        let reply = shared.inbox.reply_subject(*slot, id, left_ms);
         entry.asked();
-        if let Err(e) = shared.publish_with(subject, Some(reply), headers, payload) {
+        if let Err(e) = shared.publish(subject, Some(reply), payload) {
             entry.unask();
             return ctx.reply_error(request, e);
         }
@@ -228,7 +224,7 @@ impl<C: Codec> Remote<C> {
         };
         entry.unask();
         let shared = &self.nats.shared;
-        let reply = shared.inbox.reply_subject(*slot, id);
+        let reply = shared.inbox.reply_subject(*slot, id, None);
         let subject = cancel_subject(&shared.prefix, &self.name);
         match shared.publish(&subject, None, reply.into()) {
             Ok(()) => Counters::add(&shared.stats.cancels_sent, 1),

@@ -4,10 +4,10 @@
 use super::codec::{Codec, Json, Wire, WireError, WireReplyRef};
 use super::connection::{Counters, Nats, Shared};
 use super::names::{
-    ServiceInfo, TIMEOUT_HEADER, announce_subject, cancel_subject, check_service_name,
-    check_wire_name, round_trip, svc_group, svc_wildcard, transport_error, who_subject,
+    ServiceInfo, announce_subject, cancel_subject, check_service_name, check_wire_name, round_trip,
+    svc_group, svc_wildcard, transport_error, who_subject,
 };
-use super::pump::{Ack, BRIDGE_RESOURCE, IdMap, Task, Window, pump};
+use super::pump::{Ack, BRIDGE_RESOURCE, IdMap, Task, Window, deadline_token, pump};
 use crate::actor::{Actor, ActorState};
 use crate::address::Address;
 use crate::context::Context;
@@ -223,15 +223,19 @@ impl<C: Codec> Service<C> {
             .strip_prefix(self.group.as_str())
             .and_then(|w| w.strip_prefix('.'))
             .unwrap_or("");
-        let Some(reply) = message.reply.as_ref().map(|r| r.to_string()) else {
+        let Some(reply) = message.reply.as_ref() else {
             Counters::add(&self.nats.shared.stats.dead_letters, 1);
             tracing::warn!(subject = %message.subject, "nats: a request without a reply subject, dropped");
             return;
         };
+        // The reply subject names the request (as its cancellation does)
+        // without the requester's deadline, which is read off it.
+        let (reply, left) = deadline_token(reply.as_str());
+        let reply = reply.to_string();
         if self.cancelled_early(&reply) {
             return;
         }
-        let Some(timeout) = self.time_left(message, incoming.1) else {
+        let Some(timeout) = self.time_left(left, incoming.1) else {
             Counters::add(&self.nats.shared.stats.expired, 1);
             tracing::debug!(subject = %message.subject, "nats: a request past its requester's deadline, dropped");
             return;
@@ -282,16 +286,11 @@ impl<C: Codec> Service<C> {
         }
     }
 
-    /// The timeout of the local request for `message`, read by the pump at
-    /// `received`: the service's own, or the time its requester still waits
-    /// if that is shorter; `None` if that time has passed.
-    fn time_left(&self, message: &Message, received: Instant) -> Option<Duration> {
-        let left = message
-            .headers
-            .as_ref()
-            .and_then(|headers| headers.get(TIMEOUT_HEADER))
-            .and_then(|value| value.as_str().parse::<u64>().ok())
-            .map(Duration::from_millis);
+    /// The timeout of the local request for a request read by the pump at
+    /// `received`, whose requester waited `left` more when it sent it: the
+    /// service's own, or the time its requester still waits if that is
+    /// shorter; `None` if that time has passed.
+    fn time_left(&self, left: Option<Duration>, received: Instant) -> Option<Duration> {
         match left {
             None => Some(self.timeout),
             Some(left) => {
