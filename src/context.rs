@@ -507,4 +507,13 @@ impl<'a, A: Actor> Context<'a, A> {
     pub fn cancel_request(&mut self, id: RequestId) -> bool {
         request::cancel(self.core, self.me, id)
     }
+
+    /// When request `id` (of this locality, still pending) times out: for
+    /// a bridge that carries the deadline to a server elsewhere.
+    #[cfg(feature = "nats")]
+    pub(crate) fn request_deadline(&self, id: RequestId) -> Option<Instant> {
+        (id.locality == self.core.id())
+            .then(|| self.core.requests.deadline(id.key))
+            .flatten()
+    }
 }

@@ -296,6 +296,12 @@ impl<T> Timers<T> {
         self.entries.key_at(idx).unwrap_or(Key::NONE)
     }
 
+    /// When the timer at `key` is due, if it is pending.
+    #[cfg(feature = "nats")]
+    pub(crate) fn deadline(&self, key: Key) -> Option<Instant> {
+        self.entries.get(key).map(|e| e.deadline)
+    }
+
     pub(crate) fn owner(&self, key: Key) -> Option<Key> {
         self.entries.get(key).map(|e| e.owner)
     }

@@ -48,219 +48,211 @@ fn asker_node(
 
 #[test]
 fn messages_published_on_one_connection_reach_a_locality_on_another_in_order() {
-    let Some(bin) =
-        nats_server("messages_published_on_one_connection_reach_a_locality_on_another_in_order")
-    else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let (a, b) = (connect(&url), connect(&url));
-        let (tx, rx) = mpsc::channel();
-        let (receiver, ()) = Node::start("receiver", move |system, root| {
-            let sink = system
-                .spawn(root, Sink::<Note> { to: tx, dead: None })
-                .finish()?;
-            system
-                .spawn(root, b.import::<Note>("test.notes", &sink))
-                .finish()?;
-            Ok(())
-        });
-        let (sender, export) = Node::start("sender", move |system, root| {
-            system
-                .spawn(root, a.export().message::<Note>("test.notes"))
-                .finish()
-        });
-        for seq in 0..500 {
-            export
-                .send(Note {
-                    from: "a".into(),
-                    seq,
-                })
-                .expect("the sender's locality runs");
-        }
-        for seq in 0..500 {
-            let note = next(&rx, WAIT, "note");
-            assert_eq!(
-                note,
-                Note {
-                    from: "a".into(),
-                    seq
-                },
-                "in the order sent"
-            );
-        }
-        assert!(sender.stop().is_ok());
-        assert!(receiver.stop().is_ok());
-    });
+    with_server(
+        "messages_published_on_one_connection_reach_a_locality_on_another_in_order",
+        &[],
+        LIMIT,
+        move |url| {
+            let (a, b) = (connect(&url), connect(&url));
+            let (tx, rx) = mpsc::channel();
+            let (receiver, ()) = Node::start("receiver", move |system, root| {
+                let sink = system
+                    .spawn(root, Sink::<Note> { to: tx, dead: None })
+                    .finish()?;
+                system
+                    .spawn(root, b.import::<Note>("test.notes", &sink))
+                    .finish()?;
+                Ok(())
+            });
+            let (sender, export) = Node::start("sender", move |system, root| {
+                system
+                    .spawn(root, a.export().message::<Note>("test.notes"))
+                    .finish()
+            });
+            for seq in 0..500 {
+                export
+                    .send(Note {
+                        from: "a".into(),
+                        seq,
+                    })
+                    .expect("the sender's locality runs");
+            }
+            for seq in 0..500 {
+                let note = next(&rx, WAIT, "note");
+                assert_eq!(
+                    note,
+                    Note {
+                        from: "a".into(),
+                        seq
+                    },
+                    "in the order sent"
+                );
+            }
+            assert!(sender.stop().is_ok());
+            assert!(receiver.stop().is_ok());
+        },
+    );
 }
 
 #[test]
 fn a_malformed_payload_on_a_bridged_subject_is_a_dead_letter_and_the_receiver_goes_on() {
-    let Some(bin) = nats_server(
+    with_server(
         "a_malformed_payload_on_a_bridged_subject_is_a_dead_letter_and_the_receiver_goes_on",
-    ) else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let (a, b) = (connect(&url), connect(&url));
-        let (tx, rx) = mpsc::channel();
-        let (dead_tx, dead_rx) = mpsc::channel();
-        let importer = b.clone();
-        let (receiver, ()) = Node::start("receiver", move |system, root| {
-            let sink = system
-                .spawn(
-                    root,
-                    Sink::<Note> {
-                        to: tx,
-                        dead: Some(dead_tx),
-                    },
-                )
-                .finish()?;
-            system
-                .spawn(root, importer.import::<Note>("test.notes", &sink))
-                .finish()?;
-            Ok(())
-        });
-        a.publish_bytes("test.notes", &b"{not json"[..])
+        &[],
+        LIMIT,
+        move |url| {
+            let (a, b) = (connect(&url), connect(&url));
+            let (tx, rx) = mpsc::channel();
+            let (dead_tx, dead_rx) = mpsc::channel();
+            let importer = b.clone();
+            let (receiver, ()) = Node::start("receiver", move |system, root| {
+                let sink = system
+                    .spawn(
+                        root,
+                        Sink::<Note> {
+                            to: tx,
+                            dead: Some(dead_tx),
+                        },
+                    )
+                    .finish()?;
+                system
+                    .spawn(root, importer.import::<Note>("test.notes", &sink))
+                    .finish()?;
+                Ok(())
+            });
+            a.publish_bytes("test.notes", &b"{not json"[..])
+                .expect("published");
+            a.publish_bytes("test.notes", &b"{\"from\": 3}"[..])
+                .expect("published");
+            a.publish(
+                "test.notes",
+                &Note {
+                    from: "a".into(),
+                    seq: 1,
+                },
+            )
             .expect("published");
-        a.publish_bytes("test.notes", &b"{\"from\": 3}"[..])
-            .expect("published");
-        a.publish(
-            "test.notes",
-            &Note {
-                from: "a".into(),
-                seq: 1,
-            },
-        )
-        .expect("published");
-        let letter: DeadLetter = next(&dead_rx, WAIT, "dead letter");
-        assert_eq!(letter.subject(), "test.notes");
-        assert_eq!(letter.payload(), b"{not json");
-        assert_eq!(letter.error().code(), ErrorCode::Codec);
-        assert_eq!(
-            next(&dead_rx, WAIT, "dead letter").error().code(),
-            ErrorCode::Codec
-        );
-        assert_eq!(
-            next(&rx, WAIT, "note"),
-            Note {
-                from: "a".into(),
-                seq: 1
-            }
-        );
-        assert_eq!(b.stats().dead_letters, 2);
-        assert!(receiver.stop().is_ok(), "the receiver did not crash");
-    });
+            let letter: DeadLetter = next(&dead_rx, WAIT, "dead letter");
+            assert_eq!(letter.subject(), "test.notes");
+            assert_eq!(letter.payload(), b"{not json");
+            assert_eq!(letter.error().code(), ErrorCode::Codec);
+            assert_eq!(
+                next(&dead_rx, WAIT, "dead letter").error().code(),
+                ErrorCode::Codec
+            );
+            assert_eq!(
+                next(&rx, WAIT, "note"),
+                Note {
+                    from: "a".into(),
+                    seq: 1
+                }
+            );
+            assert_eq!(b.stats().dead_letters, 2);
+            assert!(receiver.stop().is_ok(), "the receiver did not crash");
+        },
+    );
 }
 
 #[test]
 fn a_message_published_before_anyone_subscribes_is_lost_at_most_once() {
-    let Some(bin) =
-        nats_server("a_message_published_before_anyone_subscribes_is_lost_at_most_once")
-    else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let (a, b) = (connect(&url), connect(&url));
-        a.publish(
-            "test.early",
-            &Note {
-                from: "a".into(),
-                seq: 0,
-            },
-        )
-        .expect("published");
-        a.flush(WAIT).expect("written to the server");
-        let (tx, rx) = mpsc::channel();
-        let (receiver, ()) = Node::start("receiver", move |system, root| {
-            let sink = system
-                .spawn(root, Sink::<Note> { to: tx, dead: None })
-                .finish()?;
-            system
-                .spawn(root, b.import::<Note>("test.early", &sink))
-                .finish()?;
-            Ok(())
-        });
-        a.publish(
-            "test.early",
-            &Note {
-                from: "a".into(),
-                seq: 1,
-            },
-        )
-        .expect("published");
-        assert_eq!(
-            next(&rx, WAIT, "note").seq,
-            1,
-            "#0 had nobody to go to: gone"
-        );
-        assert!(receiver.stop().is_ok());
-    });
+    with_server(
+        "a_message_published_before_anyone_subscribes_is_lost_at_most_once",
+        &[],
+        LIMIT,
+        move |url| {
+            let (a, b) = (connect(&url), connect(&url));
+            a.publish(
+                "test.early",
+                &Note {
+                    from: "a".into(),
+                    seq: 0,
+                },
+            )
+            .expect("published");
+            a.flush(WAIT).expect("written to the server");
+            let (tx, rx) = mpsc::channel();
+            let (receiver, ()) = Node::start("receiver", move |system, root| {
+                let sink = system
+                    .spawn(root, Sink::<Note> { to: tx, dead: None })
+                    .finish()?;
+                system
+                    .spawn(root, b.import::<Note>("test.early", &sink))
+                    .finish()?;
+                Ok(())
+            });
+            a.publish(
+                "test.early",
+                &Note {
+                    from: "a".into(),
+                    seq: 1,
+                },
+            )
+            .expect("published");
+            assert_eq!(
+                next(&rx, WAIT, "note").seq,
+                1,
+                "#0 had nobody to go to: gone"
+            );
+            assert!(receiver.stop().is_ok());
+        },
+    );
 }
 
 #[test]
 fn a_slow_subscriber_makes_nats_drop_messages_instead_of_its_locality_growing() {
-    let Some(bin) =
-        nats_server("a_slow_subscriber_makes_nats_drop_messages_instead_of_its_locality_growing")
-    else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let a = connect(&url);
-        let options = Options::new(&url).window(8).subscription_capacity(64);
-        let b = Nats::connect(options).expect("connects");
-        let (tx, rx) = mpsc::channel();
-        let importer = b.clone();
-        let (receiver, ()) = Node::start("receiver", move |system, root| {
-            let slow = system.spawn(root, Slow { to: tx }).finish()?;
-            system
-                .spawn(root, importer.import::<Note>("test.flood", &slow))
-                .finish()?;
-            Ok(())
-        });
-        // A steady stream the bridge could pass on in full (20 at a time, far
-        // below the 64 the subscription holds), to a locality that cannot
-        // keep up: the window stops the bridge, so NATS drops.
-        for seq in 0..2_000 {
-            a.publish(
-                "test.flood",
-                &Note {
-                    from: "a".into(),
-                    seq,
-                },
-            )
-            .expect("published");
-            if seq % 20 == 19 {
-                a.flush(WAIT).expect("written to the server");
-                std::thread::sleep(Duration::from_millis(2));
+    with_server(
+        "a_slow_subscriber_makes_nats_drop_messages_instead_of_its_locality_growing",
+        &[],
+        LIMIT,
+        move |url| {
+            let a = connect(&url);
+            let options = Options::new(&url).window(8).subscription_capacity(64);
+            let b = Nats::connect(options).expect("connects");
+            let (tx, rx) = mpsc::channel();
+            let importer = b.clone();
+            let (receiver, ()) = Node::start("receiver", move |system, root| {
+                let slow = system.spawn(root, Slow { to: tx }).finish()?;
+                system
+                    .spawn(root, importer.import::<Note>("test.flood", &slow))
+                    .finish()?;
+                Ok(())
+            });
+            // A steady stream the bridge could pass on in full (20 at a time, far
+            // below the 64 the subscription holds), to a locality that cannot
+            // keep up: the window stops the bridge, so NATS drops.
+            for seq in 0..2_000 {
+                a.publish(
+                    "test.flood",
+                    &Note {
+                        from: "a".into(),
+                        seq,
+                    },
+                )
+                .expect("published");
+                if seq % 20 == 19 {
+                    a.flush(WAIT).expect("written to the server");
+                    std::thread::sleep(Duration::from_millis(2));
+                }
             }
-        }
-        let deadline = std::time::Instant::now() + WAIT;
-        while b.stats().slow_consumer == 0 {
-            assert!(std::time::Instant::now() < deadline, "nothing was dropped");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        // The locality goes on: what it got is in order, and less than was sent.
-        let mut last = None;
-        while let Ok(seq) = rx.recv_timeout(Duration::from_millis(500)) {
-            assert!(last < Some(seq), "in order");
-            last = Some(seq);
-        }
-        assert!(
-            last.is_some() && b.stats().received < 2_000,
-            "{:?}",
-            b.stats()
-        );
-        assert!(receiver.stop().is_ok());
-    });
+            let deadline = std::time::Instant::now() + WAIT;
+            while b.stats().slow_consumer == 0 {
+                assert!(std::time::Instant::now() < deadline, "nothing was dropped");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            // The locality goes on: what it got is in order, and less than was sent.
+            let mut last = None;
+            while let Ok(seq) = rx.recv_timeout(Duration::from_millis(500)) {
+                assert!(last < Some(seq), "in order");
+                last = Some(seq);
+            }
+            assert!(
+                last.is_some() && b.stats().received < 2_000,
+                "{:?}",
+                b.stats()
+            );
+            assert!(receiver.stop().is_ok());
+        },
+    );
 }
 
 /// Takes a millisecond per note (the locality cannot keep up with a flood).
@@ -278,146 +270,143 @@ impl Actor for Slow {
 
 #[test]
 fn a_remote_request_gets_the_reply_or_the_servers_error_with_its_causes() {
-    let Some(bin) =
-        nats_server("a_remote_request_gets_the_reply_or_the_servers_error_with_its_causes")
-    else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let (a, b) = (connect(&url), connect(&url));
-        let server = calc_node(&a);
-        let second = Duration::from_secs(10);
-        let (client, rx) = asker_node(&b, vec![(3, second, false), (666, second, false)], None);
-        let mut answers = vec![next(&rx, WAIT, "answer"), next(&rx, WAIT, "answer")];
-        answers.sort_by_key(|a| a.0);
-        assert_eq!(answers[0], (3, Ok(9)));
-        let (n, Err((code, chain))) = &answers[1] else {
-            panic!("666 is an error: {answers:?}");
-        };
-        assert_eq!((*n, *code), (666, ErrorCode::Failure));
-        assert_eq!(
-            chain,
-            "actor failure (no devils)\n  <- invalid argument (the devil's number)"
-        );
-        assert!(client.stop().is_ok());
-        assert!(server.stop().is_ok());
-    });
+    with_server(
+        "a_remote_request_gets_the_reply_or_the_servers_error_with_its_causes",
+        &[],
+        LIMIT,
+        move |url| {
+            let (a, b) = (connect(&url), connect(&url));
+            let server = calc_node(&a);
+            let second = Duration::from_secs(10);
+            let (client, rx) = asker_node(&b, vec![(3, second, false), (666, second, false)], None);
+            let mut answers = vec![next(&rx, WAIT, "answer"), next(&rx, WAIT, "answer")];
+            answers.sort_by_key(|a| a.0);
+            assert_eq!(answers[0], (3, Ok(9)));
+            let (n, Err((code, chain))) = &answers[1] else {
+                panic!("666 is an error: {answers:?}");
+            };
+            assert_eq!((*n, *code), (666, ErrorCode::Failure));
+            assert_eq!(
+                chain,
+                "actor failure (no devils)\n  <- invalid argument (the devil's number)"
+            );
+            assert!(client.stop().is_ok());
+            assert!(server.stop().is_ok());
+        },
+    );
 }
 
 #[test]
-fn a_remote_request_times_out_on_the_local_clock_and_its_late_reply_is_dropped() {
-    let Some(bin) =
-        nats_server("a_remote_request_times_out_on_the_local_clock_and_its_late_reply_is_dropped")
-    else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let (a, b) = (connect(&url), connect(&url));
-        let server = calc_node(&a);
-        let short = Duration::from_millis(50);
-        let plan = vec![
-            (13, short, false),
-            (7, short, false),
-            (5, Duration::from_secs(10), true),
-        ];
-        let (client, rx) = asker_node(&b, plan, None);
-        let mut answers: Vec<Answer> = (0..3).map(|_| next(&rx, WAIT, "answer")).collect();
-        answers.sort_by_key(|a| a.0);
-        let codes: Vec<(u64, Option<ErrorCode>)> = answers
-            .iter()
-            .map(|(n, r)| (*n, r.as_ref().err().map(|e| e.0)))
-            .collect();
-        assert_eq!(
-            codes,
-            [
-                (5, Some(ErrorCode::Cancelled)),
-                (7, Some(ErrorCode::RequestTimeout)),
-                (13, Some(ErrorCode::RequestTimeout)),
-            ]
-        );
-        // 7's reply comes 300 ms after it was asked: late, dropped by the remote.
-        let deadline = std::time::Instant::now() + WAIT;
-        while b.stats().late_replies < 1 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the late reply never came"
+fn a_remote_request_times_out_on_the_local_clock_and_ends_at_the_service_too() {
+    with_server(
+        "a_remote_request_times_out_on_the_local_clock_and_ends_at_the_service_too",
+        &[],
+        LIMIT,
+        move |url| {
+            let (a, b) = (connect(&url), connect(&url));
+            let server = calc_node(&a);
+            let short = Duration::from_millis(50);
+            let plan = vec![
+                (13, short, false),
+                (7, short, false),
+                (5, Duration::from_secs(10), true),
+            ];
+            let (client, rx) = asker_node(&b, plan, None);
+            let mut answers: Vec<Answer> = (0..3).map(|_| next(&rx, WAIT, "answer")).collect();
+            answers.sort_by_key(|a| a.0);
+            let codes: Vec<(u64, Option<ErrorCode>)> = answers
+                .iter()
+                .map(|(n, r)| (*n, r.as_ref().err().map(|e| e.0)))
+                .collect();
+            assert_eq!(
+                codes,
+                [
+                    (5, Some(ErrorCode::Cancelled)),
+                    (7, Some(ErrorCode::RequestTimeout)),
+                    (13, Some(ErrorCode::RequestTimeout)),
+                ]
             );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        // 5 was answered too (cancelling does not reach the service): also late.
-        std::thread::sleep(Duration::from_millis(100));
-        assert!(rx.try_recv().is_err(), "exactly one response per request");
-        assert!(client.stop().is_ok());
-        assert!(server.stop().is_ok());
-    });
+            // 13 and 7 (whose reply would come 300 ms after it was asked) end at
+            // the service too, unanswered: at their requester's deadline, which
+            // travels with them, or by their cancellation (as may 5, unless its
+            // answer came first: then that answer is late, and dropped).
+            // tests/nats_requests.rs drops the late reply of a service that
+            // ignores both.
+            let deadline = std::time::Instant::now() + WAIT;
+            while a.stats().cancelled + a.stats().expired < 2 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the cancellations never reached the service"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(rx.try_recv().is_err(), "exactly one response per request");
+            assert!(client.stop().is_ok());
+            assert!(server.stop().is_ok());
+        },
+    );
 }
 
 #[test]
 fn a_service_is_discovered_from_another_connection_and_a_discovery_can_wait_for_it() {
-    let Some(bin) = nats_server(
+    with_server(
         "a_service_is_discovered_from_another_connection_and_a_discovery_can_wait_for_it",
-    ) else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let (a, b) = (connect(&url), connect(&url));
-        let missing = b
-            .discover("calc", Duration::ZERO)
-            .expect_err("nobody serves calc yet");
-        assert_eq!(missing.code(), ErrorCode::UnknownService);
-        // The requester starts first and waits for the service to appear.
-        let (client, rx) = asker_node(&b, vec![(4, Duration::from_secs(10), false)], Some(WAIT));
-        std::thread::sleep(Duration::from_millis(200));
-        // The name is published through the server's local registry.
-        let nats = a.clone();
-        let (server, ()) = Node::start("server", move |system, root| {
-            system
-                .spawn(root, Calculator)
-                .register_as("calc")
-                .finish()?;
-            system
-                .spawn(root, nats.service_registered("calc").request::<Square>())
-                .finish()?;
-            Ok(())
-        });
-        assert_eq!(next(&rx, WAIT, "answer"), (4, Ok(16)));
-        let info = b.discover("calc", Duration::ZERO).expect("found now");
-        assert_eq!(info.name, "calc");
-        assert_eq!(info.types, ["test.Square"]);
-        assert!(info.instance.starts_with("server/"), "{}", info.instance);
-        assert!(client.stop().is_ok());
-        assert!(server.stop().is_ok());
-    });
+        &[],
+        LIMIT,
+        move |url| {
+            let (a, b) = (connect(&url), connect(&url));
+            let missing = b
+                .discover("calc", Duration::ZERO)
+                .expect_err("nobody serves calc yet");
+            assert_eq!(missing.code(), ErrorCode::UnknownService);
+            // The requester starts first and waits for the service to appear.
+            let (client, rx) =
+                asker_node(&b, vec![(4, Duration::from_secs(10), false)], Some(WAIT));
+            std::thread::sleep(Duration::from_millis(200));
+            // The name is published through the server's local registry.
+            let nats = a.clone();
+            let (server, ()) = Node::start("server", move |system, root| {
+                system
+                    .spawn(root, Calculator)
+                    .register_as("calc")
+                    .finish()?;
+                system
+                    .spawn(root, nats.service_registered("calc").request::<Square>())
+                    .finish()?;
+                Ok(())
+            });
+            assert_eq!(next(&rx, WAIT, "answer"), (4, Ok(16)));
+            let info = b.discover("calc", Duration::ZERO).expect("found now");
+            assert_eq!(info.name, "calc");
+            assert_eq!(info.types, ["test.Square"]);
+            assert!(info.instance.starts_with("server/"), "{}", info.instance);
+            assert!(client.stop().is_ok());
+            assert!(server.stop().is_ok());
+        },
+    );
 }
 
 #[test]
 fn a_remote_service_nobody_serves_fails_its_init_with_unknown_service() {
-    let Some(bin) =
-        nats_server("a_remote_service_nobody_serves_fails_its_init_with_unknown_service")
-    else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let b = connect(&url);
-        for wait in [None, Some(Duration::from_millis(200))] {
-            let (mut client, _rx) = asker_node(&b, vec![], wait);
-            let reason = client.join().expect_err("the tree fails");
-            assert!(
-                reason
-                    .chain()
-                    .any(|e| e.code() == ErrorCode::UnknownService),
-                "{reason:#}"
-            );
-        }
-    });
+    with_server(
+        "a_remote_service_nobody_serves_fails_its_init_with_unknown_service",
+        &[],
+        LIMIT,
+        move |url| {
+            let b = connect(&url);
+            for wait in [None, Some(Duration::from_millis(200))] {
+                let (mut client, _rx) = asker_node(&b, vec![], wait);
+                let reason = client.join().expect_err("the tree fails");
+                assert!(
+                    reason
+                        .chain()
+                        .any(|e| e.code() == ErrorCode::UnknownService),
+                    "{reason:#}"
+                );
+            }
+        },
+    );
 }
 
 #[test]
@@ -564,12 +553,8 @@ impl Process {
 
 #[test]
 fn two_processes_exchange_requests_through_the_example() {
-    let Some(bin) = nats_server("two_processes_exchange_requests_through_the_example") else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(Duration::from_secs(600), &[server], move || {
+    let test = "two_processes_exchange_requests_through_the_example";
+    with_server(test, &[], Duration::from_secs(600), move |url| {
         let example = example_executable("nats_ping_pong");
         let run = |role: &str| {
             let child = std::process::Command::new(&example)

@@ -411,49 +411,48 @@ fn a_tls_server_is_reached_with_its_authority_and_refused_without() {
 
 #[test]
 fn a_service_that_goes_answers_what_it_served_and_then_is_unknown() {
-    let Some(bin) = nats_server("a_service_that_goes_answers_what_it_served_and_then_is_unknown")
-    else {
-        return;
-    };
-    let server = Server::start(&bin, &[]);
-    let url = server.url();
-    within(LIMIT, &[server], move || {
-        let (a, b) = (connect(&url), connect(&url));
-        let mut talk = Conversation::start(&a, &b);
-        talk.request_gets_through();
-        // 13 is never answered by the calculator; 5, asked after it on the same
-        // connection, is: once 5 is answered, the service is serving 13.
-        let long = Duration::from_secs(30);
-        talk.prober.send(Ask(13, long)).expect("the sender runs");
-        talk.prober.send(Ask(5, long)).expect("the sender runs");
-        assert_eq!(next(&talk.answers, WAIT, "answer"), (5, Ok(25)));
-        let serving = talk.nodes.remove(0);
-        assert!(serving.stop().is_ok());
-        let (n, answer) = next(&talk.answers, WAIT, "answer");
-        let (code, chain) = answer.expect_err("13 was not answered");
-        assert_eq!((n, code), (13, ErrorCode::Unreachable), "{chain}");
-        assert!(chain.contains("shut down"), "{chain}");
-        // Its subscription goes a moment later: until then a request may still
-        // be taken and dropped (it times out).
-        let deadline = Instant::now() + WAIT;
-        loop {
-            assert!(Instant::now() < deadline, "never UnknownService");
-            talk.asked += 1;
-            let n = talk.asked;
-            talk.prober
-                .send(Ask(n, Duration::from_secs(1)))
-                .expect("the sender runs");
-            let answer = next(&talk.answers, WAIT, "answer");
-            assert_eq!(answer.0, n);
-            match answer.1 {
-                Err((ErrorCode::UnknownService, chain)) => {
-                    assert!(chain.contains("calc"), "{chain}");
-                    break;
+    with_server(
+        "a_service_that_goes_answers_what_it_served_and_then_is_unknown",
+        &[],
+        LIMIT,
+        move |url| {
+            let (a, b) = (connect(&url), connect(&url));
+            let mut talk = Conversation::start(&a, &b);
+            talk.request_gets_through();
+            // 13 is never answered by the calculator; 5, asked after it on the same
+            // connection, is: once 5 is answered, the service is serving 13.
+            let long = Duration::from_secs(30);
+            talk.prober.send(Ask(13, long)).expect("the sender runs");
+            talk.prober.send(Ask(5, long)).expect("the sender runs");
+            assert_eq!(next(&talk.answers, WAIT, "answer"), (5, Ok(25)));
+            let serving = talk.nodes.remove(0);
+            assert!(serving.stop().is_ok());
+            let (n, answer) = next(&talk.answers, WAIT, "answer");
+            let (code, chain) = answer.expect_err("13 was not answered");
+            assert_eq!((n, code), (13, ErrorCode::Unreachable), "{chain}");
+            assert!(chain.contains("shut down"), "{chain}");
+            // Its subscription goes a moment later: until then a request may still
+            // be taken and dropped (it times out).
+            let deadline = Instant::now() + WAIT;
+            loop {
+                assert!(Instant::now() < deadline, "never UnknownService");
+                talk.asked += 1;
+                let n = talk.asked;
+                talk.prober
+                    .send(Ask(n, Duration::from_secs(1)))
+                    .expect("the sender runs");
+                let answer = next(&talk.answers, WAIT, "answer");
+                assert_eq!(answer.0, n);
+                match answer.1 {
+                    Err((ErrorCode::UnknownService, chain)) => {
+                        assert!(chain.contains("calc"), "{chain}");
+                        break;
+                    }
+                    Err((ErrorCode::RequestTimeout | ErrorCode::Unreachable, _)) => {}
+                    other => panic!("{other:?}"),
                 }
-                Err((ErrorCode::RequestTimeout | ErrorCode::Unreachable, _)) => {}
-                other => panic!("{other:?}"),
             }
-        }
-        talk.stop();
-    });
+            talk.stop();
+        },
+    );
 }

@@ -14,13 +14,14 @@
 //! never keep their own runtime running: when the last handle goes, the
 //! thread flushes what is buffered (for up to a second) and stops.
 
+use super::bridge::{Connected, bridge_thread, client_options, establish, keep};
 use super::codec::{Codec, Json, Wire};
 use super::names::round_trip;
-use super::options::{Auth, Options};
+use super::options::Options;
 use super::pump::Inbox;
 use crate::address::Address;
 use crate::error::{Error, ErrorCode, Result};
-use async_nats::{Client, ConnectErrorKind, ConnectOptions, Event};
+use async_nats::Client;
 use bytes::Bytes;
 use futures_util::FutureExt;
 use std::fmt;
@@ -67,9 +68,11 @@ impl<C: Codec> fmt::Debug for Nats<C> {
 pub(crate) struct Shared<C> {
     pub(crate) client: Client,
     pub(crate) codec: C,
-    /// Where the bridge's tasks run: the bridge thread's runtime (a tokio
-    /// backend would hand its own runtime's handle here instead).
+    /// Where the bridge's tasks run: the bridge thread's runtime, or the
+    /// caller's ([`Nats::connect_async`]).
     pub(crate) runtime: Handle,
+    /// `true` for a connection made by [`Nats::connect_async`].
+    pub(crate) on_caller_runtime: bool,
     pub(crate) stats: Arc<Counters>,
     pub(crate) prefix: String,
     pub(crate) window: u64,
@@ -105,6 +108,9 @@ pub(crate) struct Counters {
     pub(crate) reconnects: AtomicU64,
     pub(crate) disconnects: AtomicU64,
     pub(crate) slow_consumer: AtomicU64,
+    pub(crate) cancels_sent: AtomicU64,
+    pub(crate) cancelled: AtomicU64,
+    pub(crate) expired: AtomicU64,
 }
 
 impl Counters {
@@ -134,6 +140,29 @@ pub struct Stats {
     /// Times the client dropped incoming messages because a subscription was
     /// full (a "slow consumer").
     pub slow_consumer: u64,
+    /// Cancellations sent to services: a request that ended here without
+    /// its reply (cancelled, timed out, its requester gone, or its
+    /// [`Remote`](super::Remote) shut down).
+    pub cancels_sent: u64,
+    /// Requests a [`Service`](super::Service) of this connection stopped
+    /// serving because their requester cancelled them.
+    pub cancelled: u64,
+    /// Requests a [`Service`](super::Service) of this connection stopped
+    /// serving, without an answer, because their requester's time ran out:
+    /// before their turn came (dropped unserved), or while served (the
+    /// local request timed out at the requester's deadline). The requester
+    /// has had its own timeout.
+    pub expired: u64,
+}
+
+/// The servers of `options`, credentials cut out, for error contexts.
+fn servers_of(options: &Options) -> String {
+    options
+        .servers
+        .iter()
+        .map(|s| redact(s))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A URL with any `user:password@` cut out.
@@ -159,21 +188,22 @@ impl Nats<Json> {
     pub fn connect(options: Options) -> Result<Nats<Json>> {
         Nats::connect_with(options, Json)
     }
+
+    /// Connects with the [`Json`] codec on the caller's tokio runtime; see
+    /// [`Nats::connect_async_with`].
+    pub async fn connect_async(options: Options) -> Result<Nats<Json>> {
+        Nats::connect_async_with(options, Json).await
+    }
 }
 
 impl<C: Codec> Nats<C> {
     /// Connects to NATS with a codec of your own; otherwise as [`Nats::connect`].
     pub fn connect_with(options: Options, codec: C) -> Result<Nats<C>> {
         options.validate()?;
-        let servers = options
-            .servers
-            .iter()
-            .map(|s| redact(s))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let servers = servers_of(&options);
         let stats = Arc::new(Counters::default());
         let connect_options = client_options(&options, stats.clone())?;
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<Connected>>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(Connected, Handle)>>();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let urls = options.servers.clone();
         let timeout = options.connect_timeout;
@@ -193,31 +223,86 @@ impl<C: Codec> Nats<C> {
                 )
             })
             .map_err(Error::io)?;
-        let Connected {
-            client,
-            runtime,
-            inbox,
-        } = ready_rx.recv().map_err(|_| {
+        let (connected, runtime) = ready_rx.recv().map_err(|_| {
             Error::new(ErrorCode::Unreachable)
                 .with_context(format!("nats: the bridge thread stopped ({servers})"))
         })??;
+        Ok(Nats::made(
+            options, codec, servers, stats, connected, runtime, false, stop_tx,
+        ))
+    }
+
+    /// Connects to NATS from inside a tokio runtime, and runs the client and
+    /// the bridge's tasks on that runtime instead of a bridge thread: for
+    /// localities that run on it too (a `TokioLocality` of feature `tokio`
+    /// on a current-thread runtime), so that a message crosses from the
+    /// client into a locality, and back, without leaving the thread.
+    /// Otherwise as [`Nats::connect_with`].
+    ///
+    /// The runtime must keep running for the connection to work (a
+    /// current-thread runtime runs only inside its `block_on`). The blocking
+    /// calls ([`flush`](Nats::flush), [`discover`](Nats::discover)) refuse to
+    /// run on that runtime's threads ([`ErrorCode::InvalidArgument`]): they
+    /// would wait for themselves.
+    ///
+    /// Errors: as [`Nats::connect`], and [`ErrorCode::NoRuntime`] outside a
+    /// tokio runtime.
+    pub async fn connect_async_with(options: Options, codec: C) -> Result<Nats<C>> {
+        let runtime = Handle::try_current().map_err(|_| {
+            Error::new(ErrorCode::NoRuntime)
+                .with_context("nats: Nats::connect_async outside a tokio runtime")
+        })?;
+        options.validate()?;
+        let servers = servers_of(&options);
+        let stats = Arc::new(Counters::default());
+        let connect_options = client_options(&options, stats.clone())?;
+        let urls = options.servers.clone();
+        let connected = establish(
+            connect_options,
+            urls,
+            options.connect_timeout,
+            &servers,
+            stats.clone(),
+        )
+        .await?;
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        runtime.spawn(keep(
+            connected.client.clone(),
+            connected.inbox_task.clone(),
+            stop_rx,
+        ));
+        Ok(Nats::made(
+            options, codec, servers, stats, connected, runtime, true, stop_tx,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn made(
+        options: Options,
+        codec: C,
+        servers: String,
+        stats: Arc<Counters>,
+        connected: Connected,
+        runtime: Handle,
+        on_caller_runtime: bool,
+        stop: tokio::sync::oneshot::Sender<()>,
+    ) -> Nats<C> {
         stats.connected.store(true, Ordering::SeqCst);
-        Ok(Nats {
+        Nats {
             shared: Arc::new(Shared {
-                client,
+                client: connected.client,
                 codec,
                 runtime,
+                on_caller_runtime,
                 stats,
                 prefix: options.prefix.clone(),
                 window: options.window as u64,
                 servers,
-                inbox,
+                inbox: connected.inbox,
                 next_request: AtomicU64::new(1),
             }),
-            _keeper: Arc::new(Keeper {
-                stop: Some(stop_tx),
-            }),
-        })
+            _keeper: Arc::new(Keeper { stop: Some(stop) }),
+        }
     }
 
     /// Publishes `message` on `subject`, from any thread or actor, without
@@ -249,7 +334,7 @@ impl<C: Codec> Nats<C> {
             let client = &shared.client;
             let both = async { client.flush().await.is_ok() && round_trip(client).await.is_ok() };
             tokio::time::timeout(timeout, both).await
-        });
+        })?;
         match flushed {
             Some(Ok(true)) => Ok(()),
             _ => Err(Error::new(ErrorCode::Unreachable).with_context(format!(
@@ -277,6 +362,9 @@ impl<C: Codec> Nats<C> {
             reconnects: get(&c.reconnects),
             disconnects: get(&c.disconnects),
             slow_consumer: get(&c.slow_consumer),
+            cancels_sent: get(&c.cancels_sent),
+            cancelled: get(&c.cancelled),
+            expired: get(&c.expired),
         }
     }
 
@@ -287,16 +375,23 @@ impl<C: Codec> Nats<C> {
     }
 
     /// Runs `future` on the bridge and waits for its output (`None` if the
-    /// bridge stopped first). Never called from the bridge thread itself.
+    /// bridge stopped first). Refused inside a runtime when the connection
+    /// runs on the caller's (it might be that very thread).
     pub(crate) fn block_on<T: Send + 'static>(
         &self,
         future: impl Future<Output = T> + Send + 'static,
-    ) -> Option<T> {
+    ) -> Result<Option<T>> {
+        if self.shared.on_caller_runtime && Handle::try_current().is_ok() {
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(
+                "nats: a blocking call inside a tokio runtime, on a connection that runs on one \
+                 (Nats::connect_async): it could wait for itself",
+            ));
+        }
         let (tx, rx) = std::sync::mpsc::channel();
         self.shared.runtime.spawn(async move {
             let _ = tx.send(future.await);
         });
-        rx.recv().ok()
+        Ok(rx.recv().ok())
     }
 }
 
@@ -310,15 +405,11 @@ impl<C: Codec> Shared<C> {
         reply: Option<String>,
         payload: Bytes,
     ) -> Result<()> {
+        let client = &self.client;
+        let to = subject.to_string();
         let sent = match reply {
-            None => self
-                .client
-                .publish(subject.to_string(), payload)
-                .now_or_never(),
-            Some(reply) => self
-                .client
-                .publish_with_reply(subject.to_string(), reply, payload)
-                .now_or_never(),
+            None => client.publish(to, payload).now_or_never(),
+            Some(reply) => client.publish_with_reply(to, reply, payload).now_or_never(),
         };
         match sent {
             Some(Ok(())) => {
@@ -358,229 +449,5 @@ impl<C: Codec> Shared<C> {
                 let _ = to.send(future.await);
             })
             .abort_handle()
-    }
-}
-
-/// The async-nats options for `options`, with an event callback that keeps
-/// `stats`.
-fn client_options(options: &Options, stats: Arc<Counters>) -> Result<ConnectOptions> {
-    // async-nats reads no credentials from URLs: take the first URL's.
-    let from_url = options.servers.iter().find_map(|url| {
-        let addr = url.parse::<async_nats::ServerAddr>().ok()?;
-        let user = addr.username().filter(|u| !u.is_empty())?;
-        Some(match addr.password() {
-            Some(password) => Auth::UserPassword(percent_decoded(user), percent_decoded(password)),
-            None => Auth::Token(percent_decoded(user)),
-        })
-    });
-    let mut o = ConnectOptions::new()
-        .client_capacity(options.buffer)
-        .subscription_capacity(options.subscription_capacity)
-        .connection_timeout(options.connect_timeout)
-        .request_timeout(None);
-    if let Some(name) = &options.name {
-        o = o.name(name);
-    }
-    let auth = match (&options.auth, from_url) {
-        (Auth::None, Some(from_url)) => from_url,
-        (auth, _) => auth.clone(),
-    };
-    o = match &auth {
-        Auth::None => o,
-        Auth::Token(token) => o.token(token.clone()),
-        Auth::UserPassword(user, password) => o.user_and_password(user.clone(), password.clone()),
-    };
-    if options.tls_required {
-        o = o.require_tls(true);
-    }
-    for root in &options.root_certificates {
-        o = o.add_root_certificates(root.clone());
-    }
-    if let Some((cert, key)) = &options.client_certificate {
-        o = o.add_client_certificate(cert.clone(), key.clone());
-    }
-    if let Some(max) = options.max_reconnects {
-        o = o.max_reconnects(max);
-    }
-    let max_delay = options.reconnect_delay;
-    o = o.reconnect_delay_callback(move |attempts| {
-        let exp = u32::try_from(attempts.saturating_sub(1)).unwrap_or(u32::MAX);
-        let delay = if attempts <= 1 {
-            Duration::ZERO
-        } else {
-            Duration::from_millis(2u64.saturating_pow(exp.min(40)))
-        };
-        delay.min(max_delay)
-    });
-    let first = Arc::new(AtomicBool::new(true));
-    o = o.event_callback(move |event| {
-        let stats = stats.clone();
-        let first = first.clone();
-        async move {
-            match event {
-                Event::Connected => {
-                    stats.connected.store(true, Ordering::SeqCst);
-                    if !first.swap(false, Ordering::SeqCst) {
-                        Counters::add(&stats.reconnects, 1);
-                    }
-                }
-                Event::Disconnected => {
-                    stats.connected.store(false, Ordering::SeqCst);
-                    Counters::add(&stats.disconnects, 1);
-                    tracing::warn!("nats: disconnected; reconnecting");
-                }
-                Event::SlowConsumer(sid) => {
-                    Counters::add(&stats.slow_consumer, 1);
-                    tracing::warn!(sid, "nats: slow consumer, messages dropped");
-                }
-                Event::ServerError(e) => tracing::warn!(error = %e, "nats: server error"),
-                Event::ClientError(e) => tracing::warn!(error = %e, "nats: client error"),
-                Event::LameDuckMode | Event::Draining | Event::Closed => {}
-            }
-        }
-    });
-    Ok(o)
-}
-
-/// What the bridge thread hands back once connected.
-struct Connected {
-    client: Client,
-    runtime: Handle,
-    inbox: Arc<Inbox>,
-}
-
-/// The bridge thread: a current-thread runtime that connects, reports, and
-/// then serves the connection and the bridge's tasks until told to stop.
-fn bridge_thread(
-    options: ConnectOptions,
-    urls: Vec<String>,
-    timeout: Duration,
-    servers: String,
-    stats: Arc<Counters>,
-    ready: std::sync::mpsc::Sender<Result<Connected>>,
-    stop: tokio::sync::oneshot::Receiver<()>,
-) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            let _ = ready.send(Err(Error::io(e)));
-            return;
-        }
-    };
-    runtime.block_on(async move {
-        let addrs: Vec<async_nats::ServerAddr> = match urls.iter().map(|u| u.parse()).collect() {
-            Ok(addrs) => addrs,
-            Err(e) => {
-                let error = Error::new(ErrorCode::InvalidArgument)
-                    .with_context(format!("nats: bad server address in {servers}"))
-                    .with_source(e);
-                let _ = ready.send(Err(error));
-                return;
-            }
-        };
-        let client = match tokio::time::timeout(timeout, options.connect(addrs)).await {
-            Ok(Ok(client)) => client,
-            Ok(Err(e)) => {
-                let _ = ready.send(Err(connect_error(e, &servers)));
-                return;
-            }
-            Err(elapsed) => {
-                let error = Error::new(ErrorCode::Unreachable)
-                    .with_context(format!(
-                        "nats: no connection within {timeout:?} ({servers})"
-                    ))
-                    .with_source(elapsed);
-                let _ = ready.send(Err(error));
-                return;
-            }
-        };
-        // The reply inbox is subscribed before anyone can send a request
-        // (commands reach the server in the order given).
-        let inbox = Arc::new(Inbox::new(client.new_inbox()));
-        let subject = format!("{}.>", inbox.prefix);
-        let subscription = match client.subscribe(subject.clone()).await {
-            Ok(subscription) => subscription,
-            Err(e) => {
-                let error = Error::new(ErrorCode::Unreachable)
-                    .with_context(format!("nats: cannot subscribe to {subject} ({servers})"))
-                    .with_source(e);
-                let _ = ready.send(Err(error));
-                return;
-            }
-        };
-        tokio::spawn(inbox.clone().run(subscription, stats));
-        let connected = Connected {
-            client: client.clone(),
-            runtime: Handle::current(),
-            inbox,
-        };
-        if ready.send(Ok(connected)).is_err() {
-            return;
-        }
-        let _ = stop.await;
-        let _ = tokio::time::timeout(Duration::from_secs(1), client.flush()).await;
-    });
-}
-
-/// `%xx` escapes of a URL's user or password decoded (`p%40ss` is `p@ss`).
-fn percent_decoded(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// A connect error as an [`Error`] that says what to do about it.
-fn connect_error(e: async_nats::ConnectError, servers: &str) -> Error {
-    let (code, what) = match e.kind() {
-        ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
-            (ErrorCode::Unauthorized, "credentials refused by")
-        }
-        ConnectErrorKind::ServerParse => (ErrorCode::InvalidArgument, "bad server address in"),
-        ConnectErrorKind::Tls => (ErrorCode::Unreachable, "TLS failed with"),
-        _ => (ErrorCode::Unreachable, "cannot reach"),
-    };
-    Error::new(code)
-        .with_context(format!("nats: {what} {servers}"))
-        .with_source(e)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{percent_decoded, redact};
-
-    #[test]
-    fn credentials_in_urls_are_never_printed() {
-        assert_eq!(
-            redact("nats://bob:secret@127.0.0.1:4222"),
-            "nats://***@127.0.0.1:4222"
-        );
-        assert_eq!(redact("bob:secret@host:1"), "***@host:1");
-        assert_eq!(redact("nats://host:1"), "nats://host:1");
-    }
-
-    #[test]
-    fn escapes_in_url_credentials_are_decoded() {
-        assert_eq!(percent_decoded("p%40ss%2Fw0rd"), "p@ss/w0rd");
-        assert_eq!(percent_decoded("100%"), "100%");
-        assert_eq!(percent_decoded("%zz"), "%zz");
     }
 }

@@ -90,6 +90,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod bridge;
 mod codec;
 mod connection;
 mod names;

@@ -8,6 +8,7 @@
 //! | `p.svc.calc.<type>` | every instance, in the queue group `p.svc.calc` | requests of wire type `<type>`; one instance gets each |
 //! | `p.who.calc` | every instance | discovery: each answers with its [`ServiceInfo`] |
 //! | `p.announce.calc` | those who wait for it | an instance publishes its [`ServiceInfo`] here when it starts serving |
+//! | `p.cancel.calc` | every instance | a requester's cancellation: the payload is the request's reply subject; the instance serving it cancels its local request |
 //!
 //! Discovery asks `p.who.calc`; NATS answers "no responders" at once when
 //! nobody serves the name. A discovery that waits subscribes to
@@ -88,6 +89,10 @@ pub(crate) fn svc_group(prefix: &str, name: &str) -> String {
 
 pub(crate) fn who_subject(prefix: &str, name: &str) -> String {
     format!("{prefix}.who.{name}")
+}
+
+pub(crate) fn cancel_subject(prefix: &str, name: &str) -> String {
+    format!("{prefix}.cancel.{name}")
 }
 
 pub(crate) fn announce_subject(prefix: &str, name: &str) -> String {
@@ -182,7 +187,7 @@ impl<C: Codec> Nats<C> {
                 Ok(found) => found,
                 Err(_) => Err(Error::new(ErrorCode::UnknownService)),
             }
-        });
+        })?;
         match found {
             Some(Ok(info)) => Ok(info),
             Some(Err(e)) if e.code() == ErrorCode::UnknownService => {

@@ -50,6 +50,8 @@ pub(crate) enum Auth {
     None,
     Token(String),
     UserPassword(String, String),
+    NKey(String),
+    CredentialsFile(PathBuf),
 }
 
 /// The default of [`Options::buffer`]: outgoing messages held while the
@@ -116,6 +118,24 @@ impl Options {
         password: impl Into<String>,
     ) -> Options {
         self.auth = Auth::UserPassword(user.into(), password.into());
+        self
+    }
+
+    /// Logs in with an NKey: `seed` is the user's seed (`SU...`), which
+    /// signs the server's challenge; the server knows the user by its
+    /// public key (`nkey: U...` in its `authorization`). The seed never
+    /// leaves the process.
+    pub fn nkey(mut self, seed: impl Into<String>) -> Options {
+        self.auth = Auth::NKey(seed.into());
+        self
+    }
+
+    /// Logs in with a credentials file (`.creds`, as `nsc` makes it: a user
+    /// JWT and its NKey seed), for servers in operator mode. Read when
+    /// connecting: a file that cannot be read or parsed is
+    /// [`ErrorCode::InvalidArgument`] (its contents are never printed).
+    pub fn credentials_file(mut self, path: impl Into<PathBuf>) -> Options {
+        self.auth = Auth::CredentialsFile(path.into());
         self
     }
 
@@ -236,6 +256,8 @@ impl fmt::Debug for Options {
             Auth::None => "none",
             Auth::Token(_) => "token",
             Auth::UserPassword(..) => "user and password",
+            Auth::NKey(_) => "nkey",
+            Auth::CredentialsFile(_) => "credentials file",
         };
         f.debug_struct("Options")
             .field(

@@ -13,8 +13,10 @@
 
 use super::codec::{Codec, Json, Wire, WireError, WireReply};
 use super::connection::{Counters, Nats};
-use super::names::{ServiceInfo, check_service_name, check_wire_name, discover, svc_subject};
-use super::pump::{BRIDGE_RESOURCE, RemoteEntry, Reply, Task};
+use super::names::{
+    ServiceInfo, cancel_subject, check_service_name, check_wire_name, discover, svc_subject,
+};
+use super::pump::{BRIDGE_RESOURCE, IdMap, RemoteEntry, Reply, Task};
 use crate::actor::Actor;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
@@ -29,7 +31,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 type Install<C> = Box<dyn FnOnce(&mut Context<'_, Remote<C>>)>;
-type Settle<C> = Box<dyn FnOnce(&C, &mut Context<'_, Remote<C>>, Result<Message>)>;
+/// Answers the local request: (codec, service name, context, the reply or why none).
+type Settle<C> = Box<dyn FnOnce(&C, &str, &mut Context<'_, Remote<C>>, Result<Message>)>;
 
 /// A request on its way to the service: how to answer the local request.
 struct Pending<C: Codec> {
@@ -63,8 +66,20 @@ struct Discovered(Result<ServiceInfo>);
 /// with [`ErrorCode::Unreachable`].
 ///
 /// Core NATS delivers at most once: a request or reply lost on the way (a
-/// server restart, say) ends in the local timeout. The service is not told
-/// of a cancellation: it may still do the work.
+/// server restart, say) ends in the local timeout. A request that ends here
+/// without its reply (cancelled, timed out, its requester gone, or this
+/// remote shut down) is cancelled at the service too, best-effort: a
+/// message on `<prefix>.cancel.<name>` (see [`Stats::cancels_sent`](super::Stats))
+/// that makes the instance serving it cancel its local request, so that
+/// its server sees a [`CancelRequest`] as for a local cancellation. That
+/// message may be lost, or come after the reply was sent: the service may
+/// still do the work, and its reply is then dropped here as late.
+///
+/// A request carries the time its requester still waits (the last token of
+/// its reply subject, `t<ms>`), so the service does not serve it longer, nor
+/// at all once that time has passed (see [`Service::timeout`](super::Service::timeout)).
+/// That needs the requester in this remote's locality (as usual); a request
+/// from another locality goes without it.
 pub struct Remote<C: Codec = Json> {
     nats: Nats<C>,
     name: String,
@@ -72,8 +87,10 @@ pub struct Remote<C: Codec = Json> {
     types: Vec<&'static str>,
     install: Vec<Install<C>>,
     slot: Option<(usize, Arc<RemoteEntry>)>,
-    pending: HashMap<u64, Pending<C>>,
-    by_request: HashMap<RequestId, u64>,
+    pending: IdMap<u64, Pending<C>>,
+    by_request: IdMap<RequestId, u64>,
+    /// The subject of each request type (`<prefix>.svc.<name>.<type>`).
+    subjects: HashMap<&'static str, String>,
     discovery: Task,
     /// `true` while the discovery at init runs (its answer and its deadline
     /// race: the first ends it).
@@ -104,8 +121,9 @@ impl<C: Codec> Nats<C> {
             types: Vec::new(),
             install: Vec::new(),
             slot: None,
-            pending: HashMap::new(),
-            by_request: HashMap::new(),
+            pending: IdMap::default(),
+            by_request: IdMap::default(),
+            subjects: HashMap::new(),
             discovery: Task::default(),
             searching: false,
             timer: None,
@@ -128,6 +146,7 @@ impl<C: Codec> Remote<C> {
                 |this: &mut Self, cancel: &CancelRequest<R>, _: &mut Context<'_, Self>| {
                     if let Some(id) = this.by_request.remove(&cancel.id()) {
                         this.pending.remove(&id);
+                        this.forward_cancel(id);
                     }
                 },
             );
@@ -163,22 +182,28 @@ impl<C: Codec> Remote<C> {
         let id = shared
             .next_request
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let subject = svc_subject(&shared.prefix, &self.name, R::NAME);
-        let reply = shared.inbox.reply_subject(*slot, id);
+        let subject = match self.subjects.get(R::NAME) {
+            Some(subject) => subject.as_str(),
+            None => return ctx.reply_error(request, Error::new(ErrorCode::UnknownService)),
+        };
+        // The requester's deadline travels as the time it has left.
+        let left_ms = ctx.request_deadline(request.id()).map(|deadline| {
+            let left = deadline.saturating_duration_since(ctx.now());
+            left.as_micros().div_ceil(1000)
+        });
+        let reply = shared.inbox.reply_subject(*slot, id, left_ms);
         entry.asked();
-        if let Err(e) = shared.publish(&subject, Some(reply), payload) {
+        if let Err(e) = shared.publish(subject, Some(reply), payload) {
             entry.unask();
             return ctx.reply_error(request, e);
         }
-        let name = self.name.clone();
         let kept = request.clone();
-        let settle: Settle<C> =
-            Box::new(
-                move |codec, ctx, answer| match decode_reply::<R, C>(codec, &name, answer) {
-                    Ok(value) => ctx.reply(&kept, value),
-                    Err(e) => ctx.reply_error(&kept, e),
-                },
-            );
+        let settle: Settle<C> = Box::new(move |codec, name, ctx, answer| {
+            match decode_reply::<R, C>(codec, name, answer) {
+                Ok(value) => ctx.reply(&kept, value),
+                Err(e) => ctx.reply_error(&kept, e),
+            }
+        });
         self.pending.insert(
             id,
             Pending {
@@ -189,13 +214,40 @@ impl<C: Codec> Remote<C> {
         self.by_request.insert(request.id(), id);
     }
 
+    /// Tells the service that request `id` ended here without its reply
+    /// (best-effort: a message at most once), so that the instance serving
+    /// it cancels its local request; its reply, if one still comes, is
+    /// dropped as late.
+    fn forward_cancel(&self, id: u64) {
+        let Some((slot, entry)) = &self.slot else {
+            return;
+        };
+        entry.unask();
+        let shared = &self.nats.shared;
+        let reply = shared.inbox.reply_subject(*slot, id, None);
+        let subject = cancel_subject(&shared.prefix, &self.name);
+        match shared.publish(&subject, None, reply.into()) {
+            Ok(()) => Counters::add(&shared.stats.cancels_sent, 1),
+            Err(e) => tracing::debug!(
+                service = %self.name,
+                error = e.as_dyn_error(),
+                "nats: a cancellation could not be sent"
+            ),
+        }
+    }
+
     fn on_reply(&mut self, reply: &Reply, ctx: &mut Context<'_, Self>) {
         let Some(pending) = self.pending.remove(&reply.id) else {
             Counters::add(&self.nats.shared.stats.late_replies, 1);
             return;
         };
         self.by_request.remove(&pending.request);
-        (pending.settle)(&self.nats.shared.codec, ctx, Ok(reply.message.clone()));
+        (pending.settle)(
+            &self.nats.shared.codec,
+            &self.name,
+            ctx,
+            Ok(reply.message.clone()),
+        );
     }
 
     fn on_discovered(&mut self, found: &Discovered, ctx: &mut Context<'_, Self>) {
@@ -247,6 +299,10 @@ impl<C: Codec> Remote<C> {
         for wire in &self.types {
             check_wire_name(wire)?;
         }
+        for wire in &self.types {
+            let subject = svc_subject(&self.nats.shared.prefix, &self.name, wire);
+            self.subjects.insert(wire, subject);
+        }
         for install in std::mem::take(&mut self.install) {
             install(ctx);
         }
@@ -268,11 +324,14 @@ impl<C: Codec> Remote<C> {
         Ok(())
     }
 
-    /// Answers what still waits, and leaves the inbox.
+    /// Answers what still waits (and tells the service), and leaves the inbox.
     fn stop(&mut self, ctx: &mut Context<'_, Self>) {
         self.discovery.abort();
         if std::mem::replace(&mut self.searching, false) {
             let _ = ctx.release_resource(BRIDGE_RESOURCE);
+        }
+        for id in self.pending.keys() {
+            self.forward_cancel(*id);
         }
         if let Some((slot, _)) = self.slot.take() {
             self.nats.shared.inbox.deregister(slot);
@@ -281,7 +340,7 @@ impl<C: Codec> Remote<C> {
         let why = format!("nats: remote service {:?} shut down", self.name);
         for (_, pending) in self.pending.drain() {
             let error = Error::new(ErrorCode::Unreachable).with_context(why.clone());
-            (pending.settle)(&self.nats.shared.codec, ctx, Err(error));
+            (pending.settle)(&self.nats.shared.codec, &self.name, ctx, Err(error));
         }
     }
 }

@@ -4,10 +4,10 @@
 use super::codec::{Codec, Json, Wire, WireError, WireReplyRef};
 use super::connection::{Counters, Nats, Shared};
 use super::names::{
-    ServiceInfo, announce_subject, check_service_name, check_wire_name, round_trip, svc_group,
-    svc_wildcard, transport_error, who_subject,
+    ServiceInfo, announce_subject, cancel_subject, check_service_name, check_wire_name, round_trip,
+    svc_group, svc_wildcard, transport_error, who_subject,
 };
-use super::pump::{Ack, BRIDGE_RESOURCE, Task, Window, pump};
+use super::pump::{Ack, BRIDGE_RESOURCE, IdMap, Task, Window, deadline_token, pump};
 use crate::actor::{Actor, ActorState};
 use crate::address::Address;
 use crate::context::Context;
@@ -18,23 +18,36 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How many cancellations that came before their request a service
+/// remembers (the oldest is forgotten first).
+const EARLY_CANCELS: usize = 256;
 
 /// The default of [`Service::timeout`].
 pub const DEFAULT_SERVICE_TIMEOUT: Duration = Duration::from_secs(30);
 
 type Install<C> = Box<dyn FnOnce(&mut Context<'_, Service<C>>)>;
-type Serve<C> = Rc<dyn Fn(&mut Service<C>, &mut Context<'_, Service<C>>, String, &Bytes)>;
+type Serve<C> = Rc<dyn Fn(&mut Service<C>, &mut Context<'_, Service<C>>, String, &Bytes, Duration)>;
 
-/// A request that came over NATS, handed to the service actor by its pump.
-struct Incoming(Message);
+/// A request that came over NATS, handed to the service actor by its pump,
+/// with when the pump read it.
+struct Incoming(Message, Instant);
 
 /// The service's subscriptions are in place (or could not be made).
 struct Serving(Result<()>);
+
+/// A request being served: where its answer goes, and whether its local
+/// timeout is its requester's (then a timeout is not answered: the
+/// requester has had its own).
+struct InFlight {
+    reply: String,
+    theirs: bool,
+}
 
 /// Where the requests go: an address, or a name of the local registry.
 enum Target {
@@ -72,7 +85,15 @@ pub struct Service<C: Codec = Json> {
     types: Vec<&'static str>,
     install: Vec<Install<C>>,
     serve: HashMap<&'static str, Serve<C>>,
-    pending: HashMap<RequestId, String>,
+    pending: IdMap<RequestId, InFlight>,
+    /// The subjects' common part, `<prefix>.svc.<name>` (built once).
+    group: String,
+    /// Where requesters' cancellations come (`<prefix>.cancel.<name>`).
+    cancels: String,
+    /// Reply subjects of cancellations that came before their request (a
+    /// cancellation may overtake it here): at most [`EARLY_CANCELS`].
+    early: VecDeque<Arc<str>>,
+    early_set: HashSet<Arc<str>>,
     window: Arc<Window>,
     task: Task,
 }
@@ -113,7 +134,11 @@ impl<C: Codec> Nats<C> {
             types: Vec::new(),
             install: Vec::new(),
             serve: HashMap::new(),
-            pending: HashMap::new(),
+            pending: IdMap::default(),
+            group: String::new(),
+            cancels: String::new(),
+            early: VecDeque::new(),
+            early_set: HashSet::new(),
             window: Arc::new(Window::default()),
             task: Task::default(),
         }
@@ -136,16 +161,24 @@ impl<C: Codec> Service<C> {
         self
     }
 
-    /// The timeout of the local request made for each request that comes
-    /// (default [`DEFAULT_SERVICE_TIMEOUT`]). The requester's own timeout is
-    /// not known here: make this at least as long.
+    /// The longest timeout of the local request made for each request that
+    /// comes (default [`DEFAULT_SERVICE_TIMEOUT`]). A request from a
+    /// [`Remote`](super::Remote) says how long its requester still waits:
+    /// the local request gets that if it is shorter, and one whose time ran
+    /// out before its turn came is dropped unserved
+    /// ([`Stats::expired`](super::Stats)).
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
-    fn serve<R>(&mut self, ctx: &mut Context<'_, Self>, reply: String, payload: &Bytes)
-    where
+    fn serve<R>(
+        &mut self,
+        ctx: &mut Context<'_, Self>,
+        reply: String,
+        payload: &Bytes,
+        timeout: Duration,
+    ) where
         R: Request + Wire,
         R::Response: Serialize + DeserializeOwned,
     {
@@ -158,9 +191,10 @@ impl<C: Codec> Service<C> {
                 .with_context(format!("nats: service {:?} has no target yet", self.name));
             return answer::<R::Response, C>(&self.nats.shared, &reply, Err(&e));
         };
-        let id = ctx.request(&to, request, self.timeout);
+        let id = ctx.request(&to, request, timeout);
         if !id.is_none() {
-            self.pending.insert(id, reply);
+            let theirs = timeout < self.timeout;
+            self.pending.insert(id, InFlight { reply, theirs });
         }
     }
 
@@ -169,26 +203,45 @@ impl<C: Codec> Service<C> {
         R: Request + Wire,
         R::Response: Serialize + DeserializeOwned,
     {
-        if let Some(reply) = self.pending.remove(&response.id()) {
-            answer::<R::Response, C>(&self.nats.shared, &reply, response.result());
+        let Some(served) = self.pending.remove(&response.id()) else {
+            return;
+        };
+        if served.theirs && response.error_code() == Some(ErrorCode::RequestTimeout) {
+            Counters::add(&self.nats.shared.stats.expired, 1);
+            return;
         }
+        answer::<R::Response, C>(&self.nats.shared, &served.reply, response.result());
     }
 
     fn on_incoming(&mut self, incoming: &Incoming, ctx: &mut Context<'_, Self>) {
         let message = &incoming.0;
-        let prefix = svc_group(&self.nats.shared.prefix, &self.name);
+        if message.subject.as_str() == self.cancels {
+            return self.on_cancel(&message.payload, ctx);
+        }
         let wire = message
             .subject
-            .strip_prefix(prefix.as_str())
+            .strip_prefix(self.group.as_str())
             .and_then(|w| w.strip_prefix('.'))
             .unwrap_or("");
-        let Some(reply) = message.reply.as_ref().map(|r| r.to_string()) else {
+        let Some(reply) = message.reply.as_ref() else {
             Counters::add(&self.nats.shared.stats.dead_letters, 1);
             tracing::warn!(subject = %message.subject, "nats: a request without a reply subject, dropped");
             return;
         };
+        // The reply subject names the request (as its cancellation does)
+        // without the requester's deadline, which is read off it.
+        let (reply, left) = deadline_token(reply.as_str());
+        let reply = reply.to_string();
+        if self.cancelled_early(&reply) {
+            return;
+        }
+        let Some(timeout) = self.time_left(left, incoming.1) else {
+            Counters::add(&self.nats.shared.stats.expired, 1);
+            tracing::debug!(subject = %message.subject, "nats: a request past its requester's deadline, dropped");
+            return;
+        };
         match self.serve.get(wire).cloned() {
-            Some(serve) => serve(self, ctx, reply, &message.payload),
+            Some(serve) => serve(self, ctx, reply, &message.payload, timeout),
             None => {
                 let e = Error::new(ErrorCode::UnknownService).with_context(format!(
                     "nats: service {:?} does not serve {wire:?}",
@@ -197,6 +250,64 @@ impl<C: Codec> Service<C> {
                 answer::<(), C>(&self.nats.shared, &reply, Err(&e));
             }
         }
+    }
+
+    /// A requester cancelled the request whose reply subject is `reply`:
+    /// its local request is cancelled (its server sees a
+    /// [`CancelRequest`](crate::CancelRequest)) and no answer is sent. One
+    /// not served here is ignored (another instance serves it, or it was
+    /// answered already), unless it has not come yet.
+    fn on_cancel(&mut self, reply: &[u8], ctx: &mut Context<'_, Self>) {
+        let Ok(reply) = std::str::from_utf8(reply) else {
+            return;
+        };
+        let found = self
+            .pending
+            .iter()
+            .find(|(_, served)| served.reply == reply)
+            .map(|(id, _)| *id);
+        match found {
+            Some(id) => {
+                self.pending.remove(&id);
+                ctx.cancel_request(id);
+                Counters::add(&self.nats.shared.stats.cancelled, 1);
+            }
+            None => {
+                if self.early.len() == EARLY_CANCELS
+                    && let Some(oldest) = self.early.pop_front()
+                {
+                    self.early_set.remove(&oldest);
+                }
+                let reply: Arc<str> = Arc::from(reply);
+                if self.early_set.insert(reply.clone()) {
+                    self.early.push_back(reply);
+                }
+            }
+        }
+    }
+
+    /// The timeout of the local request for a request read by the pump at
+    /// `received`, whose requester waited `left` more when it sent it: the
+    /// service's own, or the time its requester still waits if that is
+    /// shorter; `None` if that time has passed.
+    fn time_left(&self, left: Option<Duration>, received: Instant) -> Option<Duration> {
+        match left {
+            None => Some(self.timeout),
+            Some(left) => {
+                let left = left.checked_sub(received.elapsed())?;
+                (!left.is_zero()).then(|| left.min(self.timeout))
+            }
+        }
+    }
+
+    /// `true` (and forgotten) if `reply`'s request was cancelled before it came.
+    fn cancelled_early(&mut self, reply: &str) -> bool {
+        if self.early_set.is_empty() || !self.early_set.remove(reply) {
+            return false;
+        }
+        self.early.retain(|r| &**r != reply);
+        Counters::add(&self.nats.shared.stats.cancelled, 1);
+        true
     }
 
     fn on_serving(&mut self, serving: &Serving, ctx: &mut Context<'_, Self>) {
@@ -214,6 +325,8 @@ impl<C: Codec> Service<C> {
         for wire in &self.types {
             check_wire_name(wire)?;
         }
+        self.group = svc_group(&self.nats.shared.prefix, &self.name);
+        self.cancels = cancel_subject(&self.nats.shared.prefix, &self.name);
         for install in std::mem::take(&mut self.install) {
             install(ctx);
         }
@@ -244,10 +357,11 @@ impl<C: Codec> Service<C> {
     /// Subscribes on the bridge; the answer comes back as [`Serving`].
     fn listen(&mut self, ctx: &mut Context<'_, Self>) {
         let shared = self.nats.shared.clone();
-        let (name, me, window) = (
+        let (name, me, window, cancels) = (
             self.name.clone(),
             ctx.address().clone(),
             self.window.clone(),
+            self.cancels.clone(),
         );
         let info = ServiceInfo {
             name: self.name.clone(),
@@ -272,6 +386,11 @@ impl<C: Codec> Service<C> {
                     .subscribe(who.clone())
                     .await
                     .map_err(|e| transport_error(format!("nats: cannot subscribe to {who}"), e))?;
+                let cancels = client.subscribe(cancels.clone()).await.map_err(|e| {
+                    transport_error(format!("nats: cannot subscribe to {cancels}"), e)
+                })?;
+                // Requests and cancellations share one window into the locality.
+                let requests = futures_util::stream::select(requests, cancels);
                 round_trip(client).await?;
                 let _ = client
                     .publish(announce_subject(prefix, &name), info.clone())
@@ -296,7 +415,7 @@ impl<C: Codec> Service<C> {
                 }
             };
             let stats = shared.stats.clone();
-            let each = |message| me.send(Incoming(message)).is_ok();
+            let each = |message| me.send(Incoming(message, Instant::now())).is_ok();
             let serve = pump(requests, window, shared.window, me.clone(), stats, each);
             futures_util::future::join(serve, answer_asks).await;
         });
@@ -349,8 +468,8 @@ impl<C: Codec> Actor for Service<C> {
         }
         let why = format!("nats: service {:?} shut down", self.name);
         let gone = Error::new(ErrorCode::Unreachable).with_context(why);
-        for (_, reply) in self.pending.drain() {
-            answer::<(), C>(&self.nats.shared, &reply, Err(&gone));
+        for (_, served) in self.pending.drain() {
+            answer::<(), C>(&self.nats.shared, &served.reply, Err(&gone));
         }
     }
 }

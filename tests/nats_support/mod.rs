@@ -241,6 +241,24 @@ pub fn within<T: Send + 'static>(
     }
 }
 
+/// The setup every test shares: finds nats-server (or skips, saying so),
+/// starts a server of the test's own with extra `args`, and runs `body`
+/// with its URL under `limit` (a hang kills the server and fails the test).
+/// Each call starts its own server, so tests never depend on each other.
+pub fn with_server(
+    test: &str,
+    args: &[String],
+    limit: Duration,
+    body: impl FnOnce(String) + Send + 'static,
+) {
+    let Some(bin) = nats_server(test) else {
+        return;
+    };
+    let server = Server::start(&bin, args);
+    let url = server.url();
+    within(limit, &[server], move || body(url));
+}
+
 /// Waits for the next value, at most `limit`.
 pub fn next<T>(rx: &Receiver<T>, limit: Duration, what: &str) -> T {
     rx.recv_timeout(limit)
