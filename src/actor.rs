@@ -462,7 +462,7 @@ impl ActorCell {
 
     /// The actor's name (as in its address).
     pub(crate) fn name(&self) -> &str {
-        &self.address.0.actor
+        self.address.actor_name()
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`Builder`]: spawning an actor in code, here or on another locality.
 
-use crate::actor::{Actor, ActorConfig, ActorState, ParentLink, default_name};
+use crate::actor::{Actor, ActorConfig, ActorState, ParentLink};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
@@ -342,7 +342,6 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
             let why = "a restart limit needs a period longer than zero";
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         }
-        let name = name.unwrap_or_else(default_name::<A>);
         let settings = Settings {
             name,
             config,

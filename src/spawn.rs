@@ -1,6 +1,8 @@
 //! Making actor instances: here, or on another locality by a posted request.
 
-use crate::actor::{Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink, Rare};
+use crate::actor::{
+    Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink, Rare, default_name,
+};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::builder::Builder;
@@ -14,6 +16,7 @@ use crate::queue::Envelope;
 use crate::registry::Registry;
 use crate::subscription::AddressInfo;
 use crate::supervisor::{SupervisorConfig, SupervisorState};
+use std::any::TypeId;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
@@ -27,7 +30,8 @@ pub(crate) type PluginFactory<A> = Rc<dyn Fn() -> Box<dyn Plugin<A>>>;
 /// What every instance of an actor is made with (besides the actor value).
 #[derive(Clone)]
 pub(crate) struct Settings {
-    pub(crate) name: Cow<'static, str>,
+    /// `None`: the actor type's name.
+    pub(crate) name: Option<Cow<'static, str>>,
     pub(crate) config: ActorConfig,
     pub(crate) supervisor: Option<Box<SupervisorConfig>>,
     pub(crate) registry: Option<Address>,
@@ -102,6 +106,14 @@ fn spawn_from<A: Actor>(
     let flag = supervisor.as_ref().and_then(|c| c.shutdown_flag.clone());
     let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(*c)));
     // The actor's key first, so that its address is made with its owner.
+    // A plain actor's name is its type's, interned: its address allocates nothing.
+    let name = match name {
+        Some(name) => Err(name),
+        None => core
+            .type_names
+            .id(&core.shared.names, TypeId::of::<A>(), default_name::<A>)
+            .ok_or_else(default_name::<A>),
+    };
     let Core {
         actors,
         routes,
@@ -111,7 +123,10 @@ fn spawn_from<A: Actor>(
     let mut made = None;
     let me = actors.insert_with(|me| {
         routes.add_address(|key| {
-            let address = Address::new(shared.clone(), key, name, seq, None);
+            let address = match name {
+                Ok(id) => Address::interned(shared.clone(), key, id, seq),
+                Err(name) => Address::new(shared.clone(), key, name, seq, None),
+            };
             made = Some(address.clone());
             AddressInfo { owner: me, address }
         });
@@ -293,8 +308,7 @@ impl Remote for SpawnRequest {
             result,
         };
         self.parent
-            .0
-            .locality
+            .locality()
             .post(Box::new(crate::lifecycle::SysEnvelope {
                 dest: self.parent.key(),
                 msg,

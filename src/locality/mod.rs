@@ -447,7 +447,7 @@ impl Locality {
         }
         if to.locality_id() != self.core.id() {
             // Another locality's inbox: handed back if it has finished.
-            return to.0.locality.post_user(to.key(), Key::NONE, message);
+            return to.locality().post_user(to.key(), Key::NONE, message);
         }
         // What this thread posted with `Address::send` before comes first.
         self.core.drain_all_mail();

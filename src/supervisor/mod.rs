@@ -430,7 +430,7 @@ fn stop_child(core: &mut Core, me: Key, slot: usize, reason: Error, direct: bool
     let Some(dest) = core.actors.get(me).map(|cell| cell.address.key()) else {
         return;
     };
-    let lost = Error::new(ErrorCode::LocalityLost).with_context(address.0.locality.name.clone());
+    let lost = Error::new(ErrorCode::LocalityLost).with_context(address.locality().name.clone());
     tracing::warn!(child = %address, reason = %lost, "a child's locality is gone");
     let msg = SystemMsg::ChildDown {
         slot,
