@@ -34,9 +34,12 @@ enum NameKey {
     Text(&'static str),
 }
 
+/// A run of name slots, each set once.
+type Chunk = Box<[OnceLock<Cow<'static, str>>]>;
+
 /// The interned names of one locality.
 pub(crate) struct Names {
-    chunks: [OnceLock<Box<[OnceLock<Cow<'static, str>>]>>; CHUNKS],
+    chunks: [OnceLock<Chunk>; CHUNKS],
     /// What is interned already, and the next free id; taken to add a name.
     index: Mutex<(HashMap<NameKey, NameId>, u32)>,
 }
@@ -159,15 +162,21 @@ mod tests {
 
     #[test]
     fn places_cover_every_id_once() {
-        let mut seen = vec![0u32; MAX_NAMES];
         let mut sizes = [0usize; CHUNKS];
+        let mut last = None;
         for i in 0..MAX_NAMES {
             let (c, slot) = place(i);
             assert!(c < CHUNKS && slot < FIRST << c, "{i}: {c} {slot}");
             sizes[c] = sizes[c].max(slot + 1);
-            seen[i] += 1;
+            // One after the other: every slot once, none skipped.
+            let next = match last {
+                None => (0, 0),
+                Some((lc, ls)) if ls + 1 == FIRST << lc => (lc + 1, 0),
+                Some((lc, ls)) => (lc, ls + 1),
+            };
+            assert_eq!((c, slot), next, "{i}");
+            last = Some((c, slot));
         }
-        assert!(seen.iter().all(|&n| n == 1));
         assert_eq!(sizes[CHUNKS - 1], FIRST << (CHUNKS - 1));
     }
 
