@@ -80,11 +80,21 @@ fn a_plain_spawn_allocates_once() {
     // One for the actor's cell, and the tables' amortized growth.
     assert!(plain < 1.1, "{plain} allocations per plain actor");
     let generic = per_spawn(2_000, |system, root| {
-        system.spawn(root, Generic::<u8>(None)).finish().expect("spawn");
+        system
+            .spawn(root, Generic::<u8>(None))
+            .finish()
+            .expect("spawn");
     });
     assert!(generic < 1.1, "{generic} allocations per generic actor");
     let named = per_spawn(2_000, |system, root| {
-        system.spawn(root, Plain).name("literal").finish().expect("spawn");
+        system
+            .spawn(root, Plain)
+            .name("literal")
+            .finish()
+            .expect("spawn");
     });
-    assert!(named < 1.1, "{named} allocations per actor named by a literal");
+    assert!(
+        named < 1.1,
+        "{named} allocations per actor named by a literal"
+    );
 }
