@@ -561,5 +561,5 @@ fn check_parent(core: &Core, key: Key) -> Result<Option<Address>> {
         );
     }
     let kept = cell.supervisor.as_ref().and_then(|s| s.registry.as_ref());
-    Ok(kept.or(cell.registry.as_ref()).cloned())
+    Ok(kept.or(cell.registry.as_ref()).map(|r| Address::clone(r)))
 }

@@ -70,6 +70,23 @@ pub(crate) fn spawn_once<A: Actor>(
     spawn_from(core, parent, spec.settings, plugins, actor)
 }
 
+/// The registry `registry` as an `Rc`: the one of the local parent at
+/// `parent` if it is the same (the usual case, inherited), else a new one.
+fn shared_registry(core: &Core, parent: Option<&ParentLink>, registry: Address) -> Rc<Address> {
+    let parents = parent
+        .filter(|p| p.address.locality_id() == core.id())
+        .and_then(|p| core.routes.address(p.address.key()))
+        .and_then(|slot| core.actors.get(slot.owner))
+        .and_then(|cell| {
+            let kept = cell.supervisor.as_ref().and_then(|s| s.registry.as_ref());
+            kept.or(cell.registry.as_ref())
+        });
+    match parents {
+        Some(rc) if **rc == registry => rc.clone(),
+        _ => Rc::new(registry),
+    }
+}
+
 fn make_plugins<A: Actor>(prototypes: &[PluginFactory<A>]) -> Vec<Box<dyn Plugin<A>>> {
     match prototypes.is_empty() {
         true => Vec::new(),
@@ -102,6 +119,7 @@ fn spawn_from<A: Actor>(
             ..Rare::default()
         })
     });
+    let registry = registry.map(|r| shared_registry(core, parent.as_ref(), r));
     let with_registry = supervisor.as_ref().is_some_and(|c| c.registry);
     let flag = supervisor.as_ref().and_then(|c| c.shutdown_flag.clone());
     let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(*c)));
@@ -151,6 +169,7 @@ fn spawn_from<A: Actor>(
         let registry = Builder::new(core, Some(me), Registry::default())
             .name("registry")
             .finish()?;
+        let registry = Rc::new(registry);
         if let Some(cell) = core.actors.get_mut(me) {
             // The new registry serves the descendants; the supervisor itself
             // uses it too, unless it was given one of its own.

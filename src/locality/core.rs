@@ -531,7 +531,7 @@ mod sizes {
     #[test]
     fn per_actor_records_stay_small() {
         assert!(
-            size_of::<crate::actor::ActorCell>() <= 136,
+            size_of::<crate::actor::ActorCell>() <= 120,
             "{}",
             size_of::<crate::actor::ActorCell>()
         );

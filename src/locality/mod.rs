@@ -530,8 +530,8 @@ impl Locality {
     pub fn registry_of(&self, address: &Address) -> Option<Address> {
         let actor = self.local_actor(address).ok()?;
         let cell = self.core.actors.get(actor)?;
-        let own = cell.supervisor.as_ref().and_then(|s| s.registry.clone());
-        own.or_else(|| cell.registry.clone())
+        let own = cell.supervisor.as_ref().and_then(|s| s.registry.as_deref());
+        own.or(cell.registry.as_deref()).cloned()
     }
 
     /// The lifecycle state of the actor at `address`, if it lives here.

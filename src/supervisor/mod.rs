@@ -199,7 +199,7 @@ pub(crate) struct SupervisorState {
     /// and start costs O(log n), not O(n).
     pub(crate) held: BTreeSet<usize>,
     /// The registry this supervisor made for its descendants (`with_registry`).
-    pub(crate) registry: Option<Address>,
+    pub(crate) registry: Option<std::rc::Rc<Address>>,
     /// Its hooks that are the trait's defaults, found on their first call
     /// (`HOOK_INIT`, `HOOK_SHUTDOWN`): not called again.
     pub(crate) default_hooks: u8,
@@ -242,7 +242,7 @@ impl SupervisorState {
                     && self
                         .children
                         .get(0)
-                        .is_some_and(|r| r.address == self.registry)
+                        .is_some_and(|r| r.address.as_ref() == self.registry.as_deref())
             }
             _ => false,
         }
