@@ -53,11 +53,20 @@ impl<T: 'static> Actor for Generic<T> {}
 
 /// Allocations per actor for `n` more spawns (each run through its init
 /// and start) of what `spawn` makes, after `n` of them warmed the tables.
-fn per_spawn(n: u64, mut spawn: impl FnMut(&mut System, &Address)) -> f64 {
+fn per_spawn(n: u64, spawn: impl FnMut(&mut System, &Address)) -> f64 {
+    per_spawn_under(SupervisorConfig::default(), n, spawn)
+}
+
+/// As `per_spawn`, under a root supervisor made with `config`.
+fn per_spawn_under(
+    config: SupervisorConfig,
+    n: u64,
+    mut spawn: impl FnMut(&mut System, &Address),
+) -> f64 {
     let mut system = System::named("counted").expect("system");
     let root = system
         .spawn_root(Plain)
-        .supervisor(SupervisorConfig::default())
+        .supervisor(config)
         .finish()
         .expect("root");
     for _ in 0..n {
@@ -96,5 +105,19 @@ fn a_plain_spawn_allocates_once() {
     assert!(
         named < 1.1,
         "{named} allocations per actor named by a literal"
+    );
+}
+
+#[test]
+fn a_spawn_under_a_registry_shares_it() {
+    // The registry a child inherits is its supervisor's, shared: no
+    // allocation of its own.
+    let config = SupervisorConfig::default().with_registry();
+    let under = per_spawn_under(config, 2_000, |system, root| {
+        system.spawn(root, Plain).finish().expect("spawn");
+    });
+    assert!(
+        under < 1.1,
+        "{under} allocations per actor under a registry"
     );
 }

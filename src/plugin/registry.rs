@@ -164,7 +164,8 @@ pub(crate) fn deregister_all(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let (Some(registry), Some(plugins)) = (cell.registry.as_deref().cloned(), cell.plugins_mut()) else {
+    let (Some(registry), Some(plugins)) = (cell.registry.as_deref().cloned(), cell.plugins_mut())
+    else {
         return;
     };
     let names = std::mem::take(&mut plugins.names);
