@@ -406,8 +406,9 @@ pub(crate) struct ActorCell {
     pub(crate) supervisor: Option<Box<SupervisorState>>,
     /// Why the actor is shutting down.
     pub(crate) reason: Option<Error>,
-    /// The registry this actor uses (inherited from its supervisor).
-    pub(crate) registry: Option<Address>,
+    /// The registry this actor uses (inherited from its supervisor: the
+    /// same `Rc`, so that the cell keeps a pointer, not an address).
+    pub(crate) registry: Option<Rc<Address>>,
     /// What few actors use, made on first use.
     pub(crate) rare: Option<Box<Rare>>,
     pub(crate) state: ActorState,
@@ -463,7 +464,7 @@ impl ActorCell {
 
     /// The actor's name (as in its address).
     pub(crate) fn name(&self) -> &str {
-        &self.address.0.actor
+        self.address.actor_name()
     }
 }
 

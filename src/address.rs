@@ -3,6 +3,7 @@
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, SendError};
 use crate::locality::shared::LocalityShared;
+use crate::names::NameId;
 use std::borrow::Cow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -59,20 +60,47 @@ use std::sync::Arc;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
-pub struct Address(pub(crate) Arc<AddressInner>);
+pub struct Address {
+    key: Key,
+    repr: Repr,
+}
 
-pub(crate) struct AddressInner {
-    /// The locality's id, copied here: one load less on every send.
-    pub(crate) locality_id: u32,
-    pub(crate) locality: Arc<LocalityShared>,
-    pub(crate) key: Key,
-    pub(crate) actor: Cow<'static, str>,
-    pub(crate) seq: u64,
-    /// The label of an identity (boxed: most addresses are main addresses).
-    pub(crate) identity: Option<Box<Cow<'static, str>>>,
+/// What an address knows besides its key (docs/architecture.md, "Addresses").
+#[derive(Clone)]
+enum Repr {
+    /// A plain actor's main address: its name interned in the locality's
+    /// table. Nothing allocated for it.
+    /// (`name` and `seq` packed, so that the address is 24 bytes: names
+    /// past the 256th of a locality, and actors past the 2^48th, are labelled.)
+    Plain {
+        locality: Arc<LocalityShared>,
+        name: u8,
+        seq_hi: u16,
+        seq_lo: u32,
+    },
+    /// An address with a name of its own (an owned name, an identity's
+    /// label): one allocation, shared by the clones.
+    Labelled(Arc<Labelled>),
+}
+
+/// The names an address owns, and its locality (so that a clone still
+/// costs one atomic increment).
+struct Labelled {
+    locality: Arc<LocalityShared>,
+    actor: ActorName,
+    seq: u64,
+    identity: Option<Cow<'static, str>>,
+}
+
+/// The name of the actor an address belongs to.
+enum ActorName {
+    Interned(NameId),
+    Own(Cow<'static, str>),
 }
 
 impl Address {
+    /// An address named `actor` (interned if it is `&'static` and the address
+    /// is no identity), the `seq`-th actor of `locality`.
     pub(crate) fn new(
         locality: Arc<LocalityShared>,
         key: Key,
@@ -80,22 +108,94 @@ impl Address {
         seq: u64,
         identity: Option<Cow<'static, str>>,
     ) -> Address {
-        Address(Arc::new(AddressInner {
-            locality_id: locality.id,
-            locality,
-            key,
-            actor,
-            seq,
-            identity: identity.map(Box::new),
-        }))
+        let actor = match actor {
+            Cow::Borrowed(text) => match locality.names.intern_static(text) {
+                Some(id) => ActorName::Interned(id),
+                None => ActorName::Own(actor),
+            },
+            Cow::Owned(_) => ActorName::Own(actor),
+        };
+        Address::with_name(locality, key, actor, seq, identity)
     }
 
+    /// The main address of a plain actor, its name interned as `name`: no allocation.
+    pub(crate) fn interned(
+        locality: Arc<LocalityShared>,
+        key: Key,
+        name: NameId,
+        seq: u64,
+    ) -> Address {
+        Address::with_name(locality, key, ActorName::Interned(name), seq, None)
+    }
+
+    /// An identity of the actor at `owner` (named as `owner`).
+    pub(crate) fn identity_of(owner: &Address, key: Key, label: Cow<'static, str>) -> Address {
+        let actor = match &owner.repr {
+            Repr::Plain { name, .. } => ActorName::Interned(NameId(u32::from(*name))),
+            Repr::Labelled(l) => match &l.actor {
+                ActorName::Interned(id) => ActorName::Interned(*id),
+                ActorName::Own(text) => ActorName::Own(text.clone()),
+            },
+        };
+        let locality = owner.locality().clone();
+        Address::with_name(locality, key, actor, owner.seq(), Some(label))
+    }
+
+    fn with_name(
+        locality: Arc<LocalityShared>,
+        key: Key,
+        actor: ActorName,
+        seq: u64,
+        identity: Option<Cow<'static, str>>,
+    ) -> Address {
+        let packed = match (&actor, &identity) {
+            (ActorName::Interned(name), None) => {
+                u8::try_from(name.0).ok().zip(u16::try_from(seq >> 32).ok())
+            }
+            _ => None,
+        };
+        let repr = match packed {
+            Some((name, seq_hi)) => Repr::Plain {
+                locality,
+                name,
+                seq_hi,
+                seq_lo: seq as u32,
+            },
+            None => Repr::Labelled(Arc::new(Labelled {
+                locality,
+                actor,
+                seq,
+                identity,
+            })),
+        };
+        Address { key, repr }
+    }
+
+    #[inline]
     pub(crate) fn key(&self) -> Key {
-        self.0.key
+        self.key
     }
 
+    /// The shared part of the address's locality.
+    #[inline]
+    pub(crate) fn locality(&self) -> &Arc<LocalityShared> {
+        match &self.repr {
+            Repr::Plain { locality, .. } => locality,
+            Repr::Labelled(l) => &l.locality,
+        }
+    }
+
+    #[inline]
     pub(crate) fn locality_id(&self) -> u32 {
-        self.0.locality_id
+        self.locality().id
+    }
+
+    /// The number of the actor on its locality (`#n` in `Display`).
+    pub(crate) fn seq(&self) -> u64 {
+        match &self.repr {
+            Repr::Plain { seq_hi, seq_lo, .. } => u64::from(*seq_hi) << 32 | u64::from(*seq_lo),
+            Repr::Labelled(l) => l.seq,
+        }
     }
 
     /// Sends a message from outside any actor, from any thread: through the
@@ -112,7 +212,7 @@ impl Address {
     /// [`Locality::set_inbox_capacity`](crate::Locality::set_inbox_capacity));
     /// [`ErrorCode::LocalityFinished`] if the locality has finished.
     pub fn send<M: Send + 'static>(&self, message: M) -> Result<(), SendError<M>> {
-        self.0.locality.post_user(self.0.key, Key::NONE, message)
+        self.locality().post_user(self.key, Key::NONE, message)
     }
 
     /// Sends as [`send`](Address::send), but waits while the inbox is full,
@@ -130,7 +230,7 @@ impl Address {
     /// if the locality has finished (also while waiting);
     /// [`ErrorCode::InboxFull`] only on a thread that holds a locality.
     pub fn send_blocking<M: Send + 'static>(&self, message: M) -> Result<(), SendError<M>> {
-        self.0.locality.post_user_waiting(self.0.key, message, None)
+        self.locality().post_user_waiting(self.key, message, None)
     }
 
     /// Sends as [`send_blocking`](Address::send_blocking), waiting at most
@@ -146,19 +246,24 @@ impl Address {
         timeout: std::time::Duration,
     ) -> Result<(), SendError<M>> {
         let deadline = crate::locality::shared::deadline_after(timeout);
-        self.0
-            .locality
-            .post_user_waiting(self.0.key, message, deadline)
+        self.locality()
+            .post_user_waiting(self.key, message, deadline)
     }
 
     /// `true` once the address's locality has finished: nothing sent will arrive.
     pub fn is_closed(&self) -> bool {
-        self.0.locality.is_closed()
+        self.locality().is_closed()
     }
 
     /// The name of the actor that owns the address.
     pub fn actor_name(&self) -> &str {
-        &self.0.actor
+        match &self.repr {
+            Repr::Plain { locality, name, .. } => interned(locality, NameId(u32::from(*name))),
+            Repr::Labelled(l) => match &l.actor {
+                ActorName::Interned(id) => interned(&l.locality, *id),
+                ActorName::Own(text) => text,
+            },
+        }
     }
 
     pub(crate) fn stale_error(&self) -> Error {
@@ -166,9 +271,16 @@ impl Address {
     }
 }
 
+/// An interned name (never removed from its table: it is there).
+fn interned(locality: &LocalityShared, id: NameId) -> &str {
+    locality.names.get(id).unwrap_or("?")
+}
+
 impl PartialEq for Address {
+    /// Same key on the same locality (the same shared part: ids are unique
+    /// among the live ones, and both addresses keep theirs alive).
     fn eq(&self, other: &Self) -> bool {
-        self.0.key == other.0.key && self.0.locality_id == other.0.locality_id
+        self.key == other.key && Arc::ptr_eq(self.locality(), other.locality())
     }
 }
 
@@ -176,16 +288,18 @@ impl Eq for Address {}
 
 impl Hash for Address {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.locality_id.hash(state);
-        self.0.key.hash(state);
+        self.locality_id().hash(state);
+        self.key.hash(state);
     }
 }
 
 impl fmt::Display for Address {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let a = &self.0;
-        write!(f, "{}/{}#{}", a.locality.name, a.actor, a.seq)?;
-        if let Some(id) = &a.identity {
+        let locality = &self.locality().name;
+        write!(f, "{locality}/{}#{}", self.actor_name(), self.seq())?;
+        if let Repr::Labelled(l) = &self.repr
+            && let Some(id) = &l.identity
+        {
             write!(f, ":{id}")?;
         }
         Ok(())

@@ -1,6 +1,6 @@
 //! [`Builder`]: spawning an actor in code, here or on another locality.
 
-use crate::actor::{Actor, ActorConfig, ActorState, ParentLink, default_name};
+use crate::actor::{Actor, ActorConfig, ActorState, ParentLink};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
@@ -342,7 +342,6 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
             let why = "a restart limit needs a period longer than zero";
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         }
-        let name = name.unwrap_or_else(default_name::<A>);
         let settings = Settings {
             name,
             config,
@@ -576,5 +575,5 @@ fn check_parent(core: &Core, key: Key) -> Result<Option<Address>> {
         );
     }
     let kept = cell.supervisor.as_ref().and_then(|s| s.registry.as_ref());
-    Ok(kept.or(cell.registry.as_ref()).cloned())
+    Ok(kept.or(cell.registry.as_ref()).map(|r| Address::clone(r)))
 }

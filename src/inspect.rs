@@ -129,7 +129,7 @@ fn actor_label(core: &Core, actor: Key) -> String {
         return "a subscriber on another locality".to_string();
     }
     match core.actors.get(actor) {
-        Some(cell) => format!("{}#{}", cell.name(), cell.address.0.seq),
+        Some(cell) => format!("{}#{}", cell.name(), cell.address.seq()),
         None => "gone".to_string(),
     }
 }

@@ -369,6 +369,7 @@ mod io;
 mod lifecycle;
 mod locality;
 mod message;
+mod names;
 #[cfg(feature = "nats")]
 #[cfg_attr(docsrs, doc(cfg(feature = "nats")))]
 pub mod nats;

@@ -1,6 +1,8 @@
 //! Making actor instances: here, or on another locality by a posted request.
 
-use crate::actor::{Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink, Rare};
+use crate::actor::{
+    Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink, Rare, default_name,
+};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::builder::Builder;
@@ -14,6 +16,7 @@ use crate::queue::Envelope;
 use crate::registry::Registry;
 use crate::subscription::AddressInfo;
 use crate::supervisor::{SupervisorConfig, SupervisorState};
+use std::any::TypeId;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
@@ -27,7 +30,8 @@ pub(crate) type PluginFactory<A> = Rc<dyn Fn() -> Box<dyn Plugin<A>>>;
 /// What every instance of an actor is made with (besides the actor value).
 #[derive(Clone)]
 pub(crate) struct Settings {
-    pub(crate) name: Cow<'static, str>,
+    /// `None`: the actor type's name.
+    pub(crate) name: Option<Cow<'static, str>>,
     pub(crate) config: ActorConfig,
     pub(crate) supervisor: Option<Box<SupervisorConfig>>,
     pub(crate) registry: Option<Address>,
@@ -64,6 +68,23 @@ pub(crate) fn spawn_once<A: Actor>(
 ) -> Result<Address> {
     let plugins = make_plugins(&spec.plugins);
     spawn_from(core, parent, spec.settings, plugins, actor, None)
+}
+
+/// The registry `registry` as an `Rc`: the one of the local parent at
+/// `parent` if it is the same (the usual case, inherited), else a new one.
+fn shared_registry(core: &Core, parent: Option<&ParentLink>, registry: Address) -> Rc<Address> {
+    let parents = parent
+        .filter(|p| p.address.locality_id() == core.id())
+        .and_then(|p| core.routes.address(p.address.key()))
+        .and_then(|slot| core.actors.get(slot.owner))
+        .and_then(|cell| {
+            let kept = cell.supervisor.as_ref().and_then(|s| s.registry.as_ref());
+            kept.or(cell.registry.as_ref())
+        });
+    match parents {
+        Some(rc) if **rc == registry => rc.clone(),
+        _ => Rc::new(registry),
+    }
 }
 
 fn make_plugins<A: Actor>(prototypes: &[PluginFactory<A>]) -> Vec<Box<dyn Plugin<A>>> {
@@ -110,10 +131,19 @@ fn spawn_from<A: Actor>(
             ..Rare::default()
         })
     });
+    let registry = registry.map(|r| shared_registry(core, parent.as_ref(), r));
     let with_registry = supervisor.as_ref().is_some_and(|c| c.registry);
     let flag = supervisor.as_ref().and_then(|c| c.shutdown_flag.clone());
     let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(*c)));
     // The actor's key first, so that its address is made with its owner.
+    // A plain actor's name is its type's, interned: its address allocates nothing.
+    let name = match name {
+        Some(name) => Err(name),
+        None => core
+            .type_names
+            .id(&core.shared.names, TypeId::of::<A>(), default_name::<A>)
+            .ok_or_else(default_name::<A>),
+    };
     let Core {
         actors,
         routes,
@@ -131,7 +161,10 @@ fn spawn_from<A: Actor>(
             }
             None => {
                 routes.add_address(|key| {
-                    let address = Address::new(shared.clone(), key, name, seq, None);
+                    let address = match name {
+                        Ok(id) => Address::interned(shared.clone(), key, id, seq),
+                        Err(name) => Address::new(shared.clone(), key, name, seq, None),
+                    };
                     made = Some(address.clone());
                     AddressInfo { owner: me, address }
                 });
@@ -158,6 +191,7 @@ fn spawn_from<A: Actor>(
         let registry = Builder::new(core, Some(me), Registry::default())
             .name("registry")
             .finish()?;
+        let registry = Rc::new(registry);
         if let Some(cell) = core.actors.get_mut(me) {
             // The new registry serves the descendants; the supervisor itself
             // uses it too, unless it was given one of its own.
@@ -325,7 +359,7 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         if let Some(at) = self.0.take() {
-            at.0.locality.release_key(at.key());
+            at.locality().release_key(at.key());
         }
     }
 }
@@ -353,11 +387,10 @@ impl Remote for SpawnRequest {
         let msg = SystemMsg::ChildSpawned {
             slot: self.slot,
             result,
-            reserved: self.reserved.0.clone(),
+            reserved: self.reserved.0.clone().map(Box::new),
         };
         self.parent
-            .0
-            .locality
+            .locality()
             .post(Box::new(crate::lifecycle::SysEnvelope {
                 dest: self.parent.key(),
                 msg,
@@ -392,7 +425,10 @@ impl Remote for SpawnRequest {
                 crate::actor::panic_message(payload.as_ref())
             ))),
         };
-        let reserved_for = result.is_err().then(|| reserved.0.clone()).flatten();
+        let reserved_for = result
+            .is_err()
+            .then(|| reserved.0.clone().map(Box::new))
+            .flatten();
         reserved.settle(core);
         if result.is_err() && foreign {
             core.unanchor(None);
@@ -426,7 +462,7 @@ pub(crate) fn spawn_elsewhere<A: Actor>(
     let reserved = match first {
         true => {
             let key = shared.reserve_key()?;
-            let name = settings.name.clone();
+            let name = settings.name.clone().unwrap_or_else(default_name::<A>);
             Some(Address::new(
                 shared.clone(),
                 key,

@@ -57,9 +57,9 @@ pub(crate) enum SystemMsg {
     /// Owner → subscriber: forwarding (`remote`: the forwarder's subscription,
     /// `None` if the target was gone).
     ExternalSubscribed {
-        subscriber: Address,
+        subscriber: Box<Address>,
         remote: Option<Key>,
-        target: Option<Address>,
+        target: Option<Box<Address>>,
     },
     /// Subscriber → owner: stop forwarding.
     ExternalUnsubscribe { remote: Key, subscriber: Address },
@@ -71,23 +71,32 @@ pub(crate) enum SystemMsg {
         slot: usize,
         result: Result<Address, Error>,
         /// On a failure, the address reserved for the child (the first
-        /// instance's): the supervisor's hooks hear of the child by it.
-        reserved: Option<Address>,
+        /// instance's): the supervisor's hooks hear of the child by it
+        /// (boxed: framework messages stay small).
+        reserved: Option<Box<Address>>,
     },
     /// Client → server: link me.
-    LinkRequest { client: Address, server: Address },
+    /// (Addresses boxed here and below: the rare messages with two
+    /// addresses would make every `SystemMsg` bigger.)
+    LinkRequest {
+        client: Box<Address>,
+        server: Box<Address>,
+    },
     /// Server → client: the link is made, or refused.
     LinkResponse {
-        server: Address,
-        client: Address,
+        server: Box<Address>,
+        client: Box<Address>,
         result: Result<(), Error>,
     },
     /// Server → client: I am shutting down, unlink.
-    UnlinkRequest { server: Address, client: Address },
+    UnlinkRequest {
+        server: Box<Address>,
+        client: Box<Address>,
+    },
     /// Client → server: I have unlinked (shut down, or let go).
     UnlinkNotify { client: Address },
     /// Watches: asked for, removed, and their events.
-    Watch(watch::WatchMsg),
+    Watch(Box<watch::WatchMsg>),
 }
 
 impl SystemMsg {
@@ -133,7 +142,7 @@ impl Envelope<Core> for SysEnvelope {
             SystemMsg::ExternalUnsubscribe { remote, subscriber } => {
                 return external::on_unsubscribe(core, remote, subscriber);
             }
-            SystemMsg::Watch(msg) => return watch::deliver(core, self.dest, msg),
+            SystemMsg::Watch(msg) => return watch::deliver(core, self.dest, *msg),
             other => other,
         };
         let Some(me) = core.routes.address(self.dest).map(|slot| slot.owner) else {
@@ -174,11 +183,13 @@ impl Envelope<Core> for SysEnvelope {
             SystemMsg::ExternalSubscribe { .. }
             | SystemMsg::ExternalUnsubscribe { .. }
             | SystemMsg::Watch(_) => {}
-            SystemMsg::LinkRequest { client, server } => link::on_request(core, me, client, server),
-            SystemMsg::LinkResponse { server, result, .. } => {
-                link::on_response(core, me, server, result)
+            SystemMsg::LinkRequest { client, server } => {
+                link::on_request(core, me, *client, *server)
             }
-            SystemMsg::UnlinkRequest { server, .. } => link::on_unlink_request(core, me, server),
+            SystemMsg::LinkResponse { server, result, .. } => {
+                link::on_response(core, me, *server, result)
+            }
+            SystemMsg::UnlinkRequest { server, .. } => link::on_unlink_request(core, me, *server),
             SystemMsg::UnlinkNotify { client } => link::on_unlinked(core, me, &client),
         }
     }
@@ -205,12 +216,12 @@ impl Remote for SysEnvelope {
                 );
             }
             SystemMsg::UnlinkRequest { server, client } => {
-                post(&server, SystemMsg::UnlinkNotify { client })
+                post(&server, SystemMsg::UnlinkNotify { client: *client })
             }
             SystemMsg::ExternalSubscribe { subscriber, .. } => post(
                 &subscriber.clone(),
                 SystemMsg::ExternalSubscribed {
-                    subscriber,
+                    subscriber: Box::new(subscriber),
                     remote: None,
                     target: None,
                 },
@@ -227,7 +238,7 @@ impl Remote for SysEnvelope {
                 post(&child, SystemMsg::ShutdownRequest { reason });
             }
             SystemMsg::Watch(msg) => {
-                if let Some((watcher, answer)) = watch::refuse(msg) {
+                if let Some((watcher, answer)) = watch::refuse(*msg) {
                     post(&watcher, answer);
                 }
             }
@@ -238,7 +249,7 @@ impl Remote for SysEnvelope {
 
 /// Posts framework traffic from outside any locality (a closing one).
 fn post(to: &Address, msg: SystemMsg) {
-    to.0.locality.post(Box::new(SysEnvelope {
+    to.locality().post(Box::new(SysEnvelope {
         dest: to.key(),
         msg,
     }));
@@ -435,7 +446,10 @@ fn undeliverable(core: &mut Core, msg: SystemMsg) {
         } => {
             core.send_system(
                 &target,
-                SystemMsg::ExternalUnsubscribe { remote, subscriber },
+                SystemMsg::ExternalUnsubscribe {
+                    remote,
+                    subscriber: *subscriber,
+                },
             );
         }
         other => link::undeliverable(core, other),

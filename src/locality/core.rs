@@ -59,6 +59,8 @@ pub(crate) struct Core {
     /// User messages and replies for other localities, admitted there and
     /// pushed in one batch per locality (`flush_outboxes`).
     outboxes: Vec<Outbox>,
+    /// The name ids of the actor types spawned here (`shared.names`).
+    pub(crate) type_names: crate::names::TypeNames,
     /// Actors that keep the locality alive: roots, and children of
     /// supervisors on other localities.
     pub(super) anchors: usize,
@@ -105,6 +107,7 @@ impl Core {
             inspect: Inspect::from_env(),
             mail: Vec::new(),
             outboxes: Vec::new(),
+            type_names: Default::default(),
             anchors: 0,
             finished: false,
             exit: None,
@@ -200,7 +203,7 @@ impl Core {
         to: &Address,
         message: M,
     ) -> Result<(), crate::SendError<M>> {
-        if let Err(error) = to.0.locality.admit_user() {
+        if let Err(error) = to.locality().admit_user() {
             return Err(crate::SendError { message, error });
         }
         let envelope = UserEnvelope {
@@ -215,7 +218,7 @@ impl Core {
     /// Posts a reply to the locality of `to` (another one), in order with
     /// the user messages sent there; `false` if it has finished.
     pub(crate) fn post_reply(&mut self, to: &Address, reply: Box<dyn Remote>) -> bool {
-        if !to.0.locality.admit_reply() {
+        if !to.locality().admit_reply() {
             return false;
         }
         self.outbox(to).push(reply);
@@ -247,7 +250,7 @@ impl Core {
         let i = match self.outboxes.iter().position(|o| o.to().id == id) {
             Some(i) => i,
             None => {
-                self.outboxes.push(Outbox::new(to.0.locality.clone()));
+                self.outboxes.push(Outbox::new(to.locality().clone()));
                 self.outboxes.len() - 1
             }
         };
@@ -273,7 +276,7 @@ impl Core {
         if to.locality_id() == self.id() {
             self.queue.push(envelope);
             true
-        } else if to.0.locality.post(Box::new(envelope)) {
+        } else if to.locality().post(Box::new(envelope)) {
             true
         } else {
             self.stats.dropped_closed += 1;
@@ -318,8 +321,17 @@ impl Core {
 
     pub(crate) fn create_identity(&mut self, me: Key, label: Cow<'static, str>) -> Address {
         let cell = self.actors.get(me).expect("a running actor has its cell");
-        let (name, seq) = (cell.address.0.actor.clone(), cell.address.0.seq);
-        let (key, address) = self.create_address_slot(name, seq, Some(label));
+        let owner = &cell.address;
+        let key = self.routes.add_address(|key| AddressInfo {
+            owner: Key::NONE,
+            address: Address::identity_of(owner, key, label),
+        });
+        let address = self
+            .routes
+            .address(key)
+            .expect("just inserted")
+            .address
+            .clone();
         if let Some(slot) = self.routes.address_mut(key) {
             slot.owner = me;
         }
@@ -420,8 +432,8 @@ impl Core {
                     notes.push((
                         client.clone(),
                         lifecycle::SystemMsg::UnlinkRequest {
-                            server: cell.address.clone(),
-                            client: client.clone(),
+                            server: Box::new(cell.address.clone()),
+                            client: Box::new(client.clone()),
                         },
                     ));
                 }
@@ -516,11 +528,22 @@ mod sizes {
     #[test]
     fn per_actor_records_stay_small() {
         assert!(
-            size_of::<crate::actor::ActorCell>() <= 88,
+            size_of::<crate::actor::ActorCell>() <= 120,
             "{}",
             size_of::<crate::actor::ActorCell>()
         );
-        assert!(size_of::<crate::address::AddressInner>() <= 64);
+        assert!(
+            size_of::<crate::address::Address>() <= 24,
+            "{}",
+            size_of::<crate::address::Address>()
+        );
+        // Every framework message is this big in the queue: the rare ones
+        // with two addresses box them.
+        assert!(
+            size_of::<crate::lifecycle::SystemMsg>() <= 48,
+            "{}",
+            size_of::<crate::lifecycle::SystemMsg>()
+        );
         assert_eq!(
             size_of::<crate::error::Error>(),
             16,

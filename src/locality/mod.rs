@@ -449,7 +449,7 @@ impl Locality {
         }
         if to.locality_id() != self.core.id() {
             // Another locality's inbox: handed back if it has finished.
-            return to.0.locality.post_user(to.key(), Key::NONE, message);
+            return to.locality().post_user(to.key(), Key::NONE, message);
         }
         // What this thread posted with `Address::send` before comes first.
         self.core.drain_all_mail();
@@ -532,8 +532,8 @@ impl Locality {
     pub fn registry_of(&self, address: &Address) -> Option<Address> {
         let actor = self.local_actor(address).ok()?;
         let cell = self.core.actors.get(actor)?;
-        let own = cell.supervisor.as_ref().and_then(|s| s.registry.clone());
-        own.or_else(|| cell.registry.clone())
+        let own = cell.supervisor.as_ref().and_then(|s| s.registry.as_deref());
+        own.or(cell.registry.as_deref()).cloned()
     }
 
     /// The lifecycle state of the actor at `address`, if it lives here.

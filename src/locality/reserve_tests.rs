@@ -20,7 +20,7 @@ fn step(localities: &mut [&mut Locality]) {
 }
 
 fn reserved(address: &Address) -> usize {
-    address.0.locality.reserved_keys()
+    address.locality().reserved_keys()
 }
 
 #[test]
@@ -103,6 +103,6 @@ fn a_spawn_request_refused_by_a_closing_locality_gives_its_key_back() {
 struct LocalityHandleOf<'a>(&'a Address);
 impl LocalityHandleOf<'_> {
     fn get(&self) -> super::LocalityHandle {
-        super::LocalityHandle::new(self.0.0.locality.clone())
+        super::LocalityHandle::new(self.0.locality().clone())
     }
 }

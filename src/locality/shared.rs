@@ -25,6 +25,8 @@ pub(crate) trait Remote: Any + Send {
 pub(crate) struct LocalityShared {
     pub(crate) id: u32,
     pub(crate) name: String,
+    /// Actor names interned for this locality's addresses (read from any thread).
+    pub(crate) names: crate::names::Names,
     inbox: Inbox,
     waker: OnceLock<Waker>,
     /// Live `LocalityHandle`s: while any exists, more may be spawned here.
@@ -66,6 +68,7 @@ impl LocalityShared {
         LocalityShared {
             id,
             name: name.unwrap_or_else(|| format!("L{id}")),
+            names: crate::names::Names::default(),
             inbox: Inbox::new(),
             waker: OnceLock::new(),
             handles: AtomicUsize::new(0),

@@ -85,7 +85,7 @@ pub(crate) fn subscribe<M: Clone + Send + 'static>(
     target: &Address,
 ) {
     let forward = Forward::<M> {
-        to: identity.0.locality.clone(),
+        to: identity.locality().clone(),
         identity: identity.key(),
         _message: PhantomData,
     };
@@ -127,9 +127,9 @@ pub(crate) fn on_subscribe(
     let remote = installer.0.install(core, target);
     let target = core.routes.address(target).map(|slot| slot.address.clone());
     let msg = SystemMsg::ExternalSubscribed {
-        subscriber: subscriber.clone(),
+        subscriber: Box::new(subscriber.clone()),
         remote,
-        target,
+        target: target.map(Box::new),
     };
     core.send_system(&subscriber, msg);
 }

@@ -53,8 +53,8 @@ pub(crate) fn request(
         Some(why) => Err(Error::new(ErrorCode::InvalidArgument).with_context(why)),
         None => {
             let msg = SystemMsg::LinkRequest {
-                client: client.clone(),
-                server: server.clone(),
+                client: Box::new(client.clone()),
+                server: Box::new(server.clone()),
             };
             if core.send_system(server, msg) {
                 return Ok(());
@@ -65,8 +65,8 @@ pub(crate) fn request(
     };
     // Refused here: answered as the server would, by a message.
     let answer = SystemMsg::LinkResponse {
-        server: server.clone(),
-        client: client.clone(),
+        server: Box::new(server.clone()),
+        client: Box::new(client.clone()),
         result,
     };
     core.send_system(&client, answer);
@@ -122,8 +122,8 @@ pub(crate) fn on_request(core: &mut Core, me: Key, client: Address, server: Addr
     core.send_system(
         &client.clone(),
         SystemMsg::LinkResponse {
-            server,
-            client,
+            server: Box::new(server),
+            client: Box::new(client),
             result,
         },
     );
@@ -204,8 +204,8 @@ pub(crate) fn unlink_clients(core: &mut Core, me: Key) {
     let clients = plugins.clients.clone();
     for client in clients {
         let msg = SystemMsg::UnlinkRequest {
-            server: server.clone(),
-            client: client.clone(),
+            server: Box::new(server.clone()),
+            client: Box::new(client.clone()),
         };
         if !core.send_system(&client, msg) {
             on_unlinked(core, me, &client); // its locality is gone: so is the client
@@ -288,7 +288,7 @@ pub(crate) fn undeliverable(core: &mut Core, msg: SystemMsg) {
             result: Ok(()),
         }
         | SystemMsg::UnlinkRequest { server, client } => {
-            core.send_system(&server, SystemMsg::UnlinkNotify { client });
+            core.send_system(&server, SystemMsg::UnlinkNotify { client: *client });
         }
         _ => {}
     }

@@ -118,7 +118,7 @@ where
     let Some(cell) = ctx.core.actors.get_mut(me) else {
         return;
     };
-    let Some(registry) = cell.registry.clone() else {
+    let Some(registry) = cell.registry.as_deref().cloned() else {
         let error = Error::new(ErrorCode::UnknownService)
             .with_context("no registry: build a supervisor `with_registry()`");
         if !handled {
@@ -164,7 +164,8 @@ pub(crate) fn deregister_all(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let (Some(registry), Some(plugins)) = (cell.registry.clone(), cell.plugins_mut()) else {
+    let (Some(registry), Some(plugins)) = (cell.registry.as_deref().cloned(), cell.plugins_mut())
+    else {
         return;
     };
     let names = std::mem::take(&mut plugins.names);

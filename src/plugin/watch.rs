@@ -159,7 +159,7 @@ pub(crate) fn watch(core: &mut Core, me: Key, target: &Address) -> Result<WatchI
                 id,
                 watched: target.clone(),
             };
-            core.send_system(target, SystemMsg::Watch(msg))
+            core.send_system(target, SystemMsg::Watch(Box::new(msg)))
                 .then_some(())
         }
     };
@@ -173,7 +173,7 @@ pub(crate) fn watch(core: &mut Core, me: Key, target: &Address) -> Result<WatchI
 fn gone(core: &mut Core, watcher: &Address, id: u64, watched: Address) {
     let event = LifecycleEvent::Gone;
     let msg = WatchMsg::Event { id, watched, event };
-    core.send_system(watcher, SystemMsg::Watch(msg));
+    core.send_system(watcher, SystemMsg::Watch(Box::new(msg)));
 }
 
 /// Watcher side: ends watch `id` of `me`; `false` if it had none such (or
@@ -198,7 +198,7 @@ pub(crate) fn unwatch(core: &mut Core, me: Key, id: WatchId) -> bool {
 fn remove(core: &mut Core, watcher: Address, id: u64, target: &Address) {
     if target.locality_id() != core.id() {
         let msg = WatchMsg::Remove { watcher, id };
-        core.send_system(target, SystemMsg::Watch(msg));
+        core.send_system(target, SystemMsg::Watch(Box::new(msg)));
         return;
     }
     let owner = core.routes.address(target.key()).map(|slot| slot.owner);
@@ -283,7 +283,7 @@ pub(crate) fn refuse(msg: WatchMsg) -> Option<(Address, SystemMsg)> {
     };
     let event = LifecycleEvent::Gone;
     let msg = WatchMsg::Event { id, watched, event };
-    Some((watcher, SystemMsg::Watch(msg)))
+    Some((watcher, SystemMsg::Watch(Box::new(msg))))
 }
 
 /// `true` if anyone watches the actor (so its events are worth making).
@@ -311,7 +311,7 @@ pub(crate) fn notify(core: &mut Core, me: Key, event: LifecycleEvent) {
     for (to, id, watched) in to {
         let event = event.clone();
         let msg = WatchMsg::Event { id, watched, event };
-        if !core.send_system_in_order(&to, SystemMsg::Watch(msg)) {
+        if !core.send_system_in_order(&to, SystemMsg::Watch(Box::new(msg))) {
             closed.push((to, id));
         }
     }
@@ -348,7 +348,7 @@ fn finished_watches(core: &mut Core, cell: &mut ActorCell, reason: &Error) {
             watched: w.watched,
             event,
         };
-        core.send_system_in_order(&w.to, SystemMsg::Watch(msg));
+        core.send_system_in_order(&w.to, SystemMsg::Watch(Box::new(msg)));
     }
     for (id, target) in watching {
         remove(core, cell.address.clone(), id, &target);
@@ -377,13 +377,13 @@ pub(crate) fn abandon(
             watched: w.watched.clone(),
             event: LifecycleEvent::ShutDown(error.clone()),
         };
-        notes.push((w.to.clone(), SystemMsg::Watch(msg)));
+        notes.push((w.to.clone(), SystemMsg::Watch(Box::new(msg))));
     }
     for (id, target) in plugins.watching.iter() {
         if target.locality_id() != core_id {
             let watcher = cell.address.clone();
             let msg = WatchMsg::Remove { watcher, id: *id };
-            notes.push((target.clone(), SystemMsg::Watch(msg)));
+            notes.push((target.clone(), SystemMsg::Watch(Box::new(msg))));
         }
     }
 }

@@ -33,7 +33,6 @@ use crate::locality::Core;
 use crate::supervisor::{
     ChildId, ChildRecord, ChildState, HOOK_INIT, hear, restart, start_children,
 };
-use std::sync::Arc;
 
 /// The actor that owns `address`, if it lives here.
 fn local_owner(core: &Core, address: &Address) -> Option<Key> {
@@ -60,8 +59,8 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
         return false;
     };
     // The supervisor's record of this child holds a clone of its address:
-    // the same allocation, alive while this cell is (no need to read it).
-    let mine = Arc::as_ptr(&cell.address.0);
+    // the same key on the same locality.
+    let mine = (cell.address.key(), cell.address.locality_id());
     let (slot, sup_address) = (parent.slot, parent.address.key());
     let Some(sup_key) = local_owner(core, &parent.address) else {
         return false;
@@ -70,7 +69,7 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
         r.state == ChildState::Initializing
             && r.address
                 .as_ref()
-                .is_some_and(|a| std::ptr::eq(Arc::as_ptr(&a.0), mine))
+                .is_some_and(|a| (a.key(), a.locality_id()) == mine)
     };
     let Some(mut sup_cell) = core.actors.get_mut(sup_key) else {
         return false;

@@ -199,7 +199,7 @@ pub(crate) struct SupervisorState {
     /// and start costs O(log n), not O(n).
     pub(crate) held: BTreeSet<usize>,
     /// The registry this supervisor made for its descendants (`with_registry`).
-    pub(crate) registry: Option<Address>,
+    pub(crate) registry: Option<std::rc::Rc<Address>>,
     /// Its hooks that are the trait's defaults, found on their first call
     /// (`HOOK_INIT`, `HOOK_SHUTDOWN`): not called again.
     pub(crate) default_hooks: u8,
@@ -242,7 +242,7 @@ impl SupervisorState {
                     && self
                         .children
                         .get(0)
-                        .is_some_and(|r| r.address == self.registry)
+                        .is_some_and(|r| r.address.as_ref() == self.registry.as_deref())
             }
             _ => false,
         }
@@ -430,7 +430,7 @@ fn stop_child(core: &mut Core, me: Key, slot: usize, reason: Error, direct: bool
     let Some(dest) = core.actors.get(me).map(|cell| cell.address.key()) else {
         return;
     };
-    let lost = Error::new(ErrorCode::LocalityLost).with_context(address.0.locality.name.clone());
+    let lost = Error::new(ErrorCode::LocalityLost).with_context(address.locality().name.clone());
     tracing::warn!(child = %address, reason = %lost, "a child's locality is gone");
     let msg = SystemMsg::ChildDown {
         slot,
@@ -472,7 +472,7 @@ pub(crate) fn on_child_spawned(
     me: Key,
     slot: usize,
     result: Result<Address, Error>,
-    reserved: Option<Address>,
+    reserved: Option<Box<Address>>,
 ) {
     let Some(sup) = sup_mut(core, me) else { return };
     let Some(record) = sup.children.get_mut(slot).filter(|r| r.address.is_none()) else {
@@ -489,7 +489,7 @@ pub(crate) fn on_child_spawned(
         // Made nowhere, but its address was handed out: the hooks hear of
         // it by that address, as of a child that failed its init.
         Err(reason) if reserved.is_some() => {
-            record.address = reserved;
+            record.address = reserved.map(|a| *a);
             record.initializing = true;
             restart::child_gone(core, me, slot, reason, false);
         }

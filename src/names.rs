@@ -1,0 +1,211 @@
+//! Actor names interned per locality, so that an address of a plain actor
+//! (its type's name, or a `&'static` name) carries a small id instead of an
+//! allocation of its own (docs/architecture.md, "Addresses").
+//!
+//! The table lives in the locality's shared part: it is written on the
+//! locality's thread (and, under its lock, by whoever makes an address with
+//! a `&'static` name), and read without a lock from any thread, since an
+//! address's `Display` may run anywhere, also after its actor is gone. It is
+//! append-only and bounded ([`MAX_NAMES`]); past the bound, names are no
+//! longer interned and addresses carry their own (an allocation, as before).
+
+use std::any::TypeId;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// The index of a name in its locality's table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NameId(pub(crate) u32);
+
+/// Slots of chunk `i`: `FIRST << i` (chunks are made when first needed).
+const FIRST: usize = 16;
+const CHUNKS: usize = 10;
+/// How many names a locality interns at most: beyond, addresses own their names.
+pub(crate) const MAX_NAMES: usize = FIRST * ((1 << CHUNKS) - 1);
+
+/// What a name was interned under.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum NameKey {
+    /// The default name of an actor type.
+    Type(TypeId),
+    /// A `&'static` name (a literal, usually), by its text.
+    Text(&'static str),
+}
+
+/// A run of name slots, each set once.
+type Chunk = Box<[OnceLock<Cow<'static, str>>]>;
+
+/// The interned names of one locality.
+pub(crate) struct Names {
+    chunks: [OnceLock<Chunk>; CHUNKS],
+    /// What is interned already, and the next free id; taken to add a name.
+    index: Mutex<(HashMap<NameKey, NameId>, u32)>,
+}
+
+impl Default for Names {
+    fn default() -> Self {
+        Names {
+            chunks: std::array::from_fn(|_| OnceLock::new()),
+            index: Mutex::new((HashMap::new(), 0)),
+        }
+    }
+}
+
+/// The chunk and the slot in it of id `i`.
+fn place(i: usize) -> (usize, usize) {
+    // Chunk c starts at FIRST * (2^c - 1).
+    let c = (i / FIRST + 1).ilog2() as usize;
+    (c, i - FIRST * ((1 << c) - 1))
+}
+
+impl Names {
+    /// The name with id `id` (any thread, no lock).
+    pub(crate) fn get(&self, id: NameId) -> Option<&str> {
+        let (c, slot) = place(id.0 as usize);
+        let name = self.chunks.get(c)?.get()?.get(slot)?.get()?;
+        Some(name)
+    }
+
+    /// The id of the default name of type `A`, interning it (made by
+    /// `make`) if it is new; `None` once the table is full.
+    pub(crate) fn intern_type(
+        &self,
+        ty: TypeId,
+        make: impl FnOnce() -> Cow<'static, str>,
+    ) -> Option<NameId> {
+        self.intern(NameKey::Type(ty), make)
+    }
+
+    /// The id of a `&'static` name, interning it if it is new; `None` once
+    /// the table is full.
+    pub(crate) fn intern_static(&self, name: &'static str) -> Option<NameId> {
+        self.intern(NameKey::Text(name), || Cow::Borrowed(name))
+    }
+
+    fn intern(&self, key: NameKey, make: impl FnOnce() -> Cow<'static, str>) -> Option<NameId> {
+        // The lock guards no invariant a panic could break: go on after one.
+        let mut index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
+        let (map, next) = &mut *index;
+        if let Some(&id) = map.get(&key) {
+            return Some(id);
+        }
+        if *next as usize >= MAX_NAMES {
+            return None;
+        }
+        let id = NameId(*next);
+        let (c, slot) = place(*next as usize);
+        let chunk = self.chunks[c].get_or_init(|| {
+            (0..FIRST << c)
+                .map(|_| OnceLock::new())
+                .collect::<Vec<_>>()
+                .into_boxed_slice()
+        });
+        // Only this (locked) code sets slots, each once: it is free.
+        let _ = chunk[slot].set(make());
+        *next += 1;
+        map.insert(key, id);
+        Some(id)
+    }
+}
+
+/// The locality's own cache of its actor types' name ids: a spawn looks its
+/// type up here, without the table's lock.
+#[derive(Default)]
+pub(crate) struct TypeNames {
+    ids: HashMap<TypeId, NameId, BuildHasherDefault<TypeIdHasher>>,
+}
+
+impl TypeNames {
+    /// The id of `ty`'s default name in `names`, interning it on first use.
+    #[inline]
+    pub(crate) fn id(
+        &mut self,
+        names: &Names,
+        ty: TypeId,
+        make: impl FnOnce() -> Cow<'static, str>,
+    ) -> Option<NameId> {
+        if let Some(&id) = self.ids.get(&ty) {
+            return Some(id);
+        }
+        let id = names.intern_type(ty, make)?;
+        self.ids.insert(ty, id);
+        Some(id)
+    }
+}
+
+/// `TypeId` is already a hash: fold its bits instead of hashing them again.
+#[derive(Default)]
+struct TypeIdHasher(u64);
+
+impl Hasher for TypeIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+    fn write_u128(&mut self, n: u128) {
+        self.0 ^= n as u64 ^ (n >> 64) as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_cover_every_id_once() {
+        let mut sizes = [0usize; CHUNKS];
+        let mut last = None;
+        for i in 0..MAX_NAMES {
+            let (c, slot) = place(i);
+            assert!(c < CHUNKS && slot < FIRST << c, "{i}: {c} {slot}");
+            sizes[c] = sizes[c].max(slot + 1);
+            // One after the other: every slot once, none skipped.
+            let next = match last {
+                None => (0, 0),
+                Some((lc, ls)) if ls + 1 == FIRST << lc => (lc + 1, 0),
+                Some((lc, ls)) => (lc, ls + 1),
+            };
+            assert_eq!((c, slot), next, "{i}");
+            last = Some((c, slot));
+        }
+        assert_eq!(sizes[CHUNKS - 1], FIRST << (CHUNKS - 1));
+    }
+
+    #[test]
+    fn interning_is_stable_and_bounded() {
+        let names = Names::default();
+        let a = names.intern_static("a").unwrap();
+        assert_eq!(names.intern_static("a"), Some(a));
+        let t = names
+            .intern_type(TypeId::of::<u8>(), || "u8".into())
+            .unwrap();
+        assert_ne!(a, t);
+        assert_eq!(names.get(a), Some("a"));
+        assert_eq!(names.get(t), Some("u8"));
+        assert_eq!(names.get(NameId(MAX_NAMES as u32 + 5)), None);
+        let mut cache = TypeNames::default();
+        assert_eq!(
+            cache.id(&names, TypeId::of::<u8>(), || unreachable!()),
+            Some(t)
+        );
+        for i in 2..MAX_NAMES {
+            let leaked: &'static str = Box::leak(i.to_string().into_boxed_str());
+            assert!(names.intern_static(leaked).is_some());
+        }
+        assert_eq!(names.intern_static("one too many"), None);
+        assert_eq!(names.intern_static("a"), Some(a));
+        assert_eq!(
+            names.get(NameId(MAX_NAMES as u32 - 1)).map(str::to_owned),
+            Some((MAX_NAMES - 1).to_string())
+        );
+    }
+}
