@@ -185,6 +185,16 @@ impl Address {
         }
     }
 
+    /// `true` if the address is of the locality whose shared part is
+    /// `shared` (a pointer compare: the test of every send).
+    #[inline(always)]
+    pub(crate) fn is_of(&self, shared: &Arc<LocalityShared>) -> bool {
+        match &self.repr {
+            Repr::Plain { locality, .. } => Arc::ptr_eq(locality, shared),
+            Repr::Labelled(l) => Arc::ptr_eq(&l.locality, shared),
+        }
+    }
+
     #[inline]
     pub(crate) fn locality_id(&self) -> u32 {
         self.locality().id

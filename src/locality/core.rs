@@ -158,7 +158,7 @@ impl Core {
     /// locality (dropped and counted if that one is full or finished).
     #[inline(always)]
     pub(crate) fn send<M: Send + 'static>(&mut self, to: &Address, sender: Key, message: M) {
-        if to.locality_id() == self.id() {
+        if to.is_of(&self.shared) {
             self.queue.push(UserEnvelope {
                 dest: to.key(),
                 sender,
@@ -234,7 +234,7 @@ impl Core {
             dest: to.key(),
             msg,
         };
-        if to.locality_id() == self.id() {
+        if to.is_of(&self.shared) {
             self.queue.push(envelope);
             true
         } else if self.post_reply(to, Box::new(envelope)) {
@@ -273,7 +273,7 @@ impl Core {
             dest: to.key(),
             msg,
         };
-        if to.locality_id() == self.id() {
+        if to.is_of(&self.shared) {
             self.queue.push(envelope);
             true
         } else if to.locality().post(Box::new(envelope)) {

@@ -77,7 +77,7 @@ pub(crate) fn send<R: Request>(
     let Some(reply_address) = core.routes.address(reply_to).map(|a| &a.address) else {
         return RequestId::NONE; // not reachable: the caller checked the address
     };
-    let server = if to.locality_id() == core.id() {
+    let server = if to.is_of(&core.shared) {
         Server::Here(to.key())
     } else {
         Server::Elsewhere(to.clone())
@@ -122,7 +122,7 @@ pub(crate) fn reply<R: Request>(
         result,
     };
     let to = &request.payload.reply_to;
-    if to.locality_id() == core.id() {
+    if to.is_of(&core.shared) {
         core.enqueue(ReplyEnvelope {
             dest: to.key(),
             sender: me,
