@@ -35,6 +35,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "tokio")]
+#[path = "nats/tokio_side.rs"]
+mod tokio_side;
+
 const N_PUBSUB: u64 = 200_000;
 const N_REQUEST: u64 = 20_000;
 const N_REQUEST_100: u64 = 100_000;
@@ -402,80 +406,6 @@ fn commutator_request(url: &str, n: u64, in_flight: u64) -> f64 {
     took.as_secs_f64()
 }
 
-/// A `TokioLocality` on a current-thread runtime of its own thread, with
-/// its connection on that runtime too (`Nats::connect_async`): `setup`
-/// spawns under the root and returns what the bench needs.
-#[cfg(feature = "tokio")]
-fn tokio_node<T: Send + 'static>(
-    url: String,
-    n: u64,
-    setup: impl FnOnce(Nats, &mut Locality, &Address) -> commutator::Result<T> + Send + 'static,
-) -> (Address, T, std::thread::JoinHandle<()>) {
-    use commutator::backend::tokio::TokioLocality;
-    let (tx, rx) = mpsc::channel();
-    let thread = std::thread::spawn(move || {
-        let run = async move {
-            let nats = Nats::connect_async(options(&url, n)).await?;
-            let mut app = TokioLocality::new(Locality::new())?;
-            let locality = app.locality();
-            let root = locality
-                .spawn_root(Supervisor)
-                .supervisor(SupervisorConfig::default())
-                .finish()?;
-            let stopper = locality.spawn(&root, Stopper).finish()?;
-            let value = setup(nats, locality, &root)?;
-            let _ = tx.send((stopper, value));
-            app.run().await
-        };
-        if let Err(e) = runtime().block_on(run) {
-            eprintln!("nats bench: a tokio node failed: {e:#}");
-        }
-    });
-    let (stopper, value) = rx.recv_timeout(LIMIT).expect("the node was set up");
-    (stopper, value, thread)
-}
-
-/// `commutator_request` with each side a `TokioLocality` whose connection
-/// runs on its own runtime (no bridge thread).
-#[cfg(feature = "tokio")]
-fn commutator_request_tokio(url: &str, n: u64, in_flight: u64) -> f64 {
-    let (stop_b, (), thread_b) = tokio_node(url.to_string(), n, move |b, locality, root| {
-        let calculator = locality.spawn(root, Calculator).finish()?;
-        locality
-            .spawn(root, b.service("bench", &calculator).request::<Square>())
-            .finish()?;
-        Ok(())
-    });
-    let (ready_tx, ready) = mpsc::channel();
-    let (done_tx, done) = mpsc::channel();
-    let (stop_a, requester, thread_a) = tokio_node(url.to_string(), n, move |a, locality, root| {
-        let remote = a
-            .remote("bench")
-            .request::<Square>()
-            .wait(Duration::from_secs(30));
-        let remote = locality.spawn(root, remote).finish()?;
-        locality.spawn(root, Ready(ready_tx)).finish()?;
-        let requester = Requester {
-            remote,
-            n,
-            in_flight,
-            sent: 0,
-            answered: 0,
-            start: None,
-            done: done_tx,
-        };
-        locality.spawn(root, requester).finish()
-    });
-    ready.recv_timeout(LIMIT).expect("ready");
-    requester.send(Go).expect("go");
-    let took = done.recv_timeout(LIMIT).expect("every request answered");
-    for (stop, thread) in [(stop_a, thread_a), (stop_b, thread_b)] {
-        let _ = stop.send(Stop);
-        let _ = thread.join();
-    }
-    took.as_secs_f64()
-}
-
 fn raw_request(url: &str, n: u64, in_flight: u64) -> f64 {
     let (ready_tx, ready) = mpsc::channel();
     let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
@@ -624,6 +554,11 @@ fn main() {
             if side("commutator") {
                 report("commutator", "nats_pubsub", n, commutator_pubsub(&url, n));
             }
+            #[cfg(feature = "tokio")]
+            if side("commutator-tokio") {
+                let took = tokio_side::pubsub(&url, n);
+                report("commutator-tokio", "nats_pubsub", n, took);
+            }
         }
         for (name, count, in_flight) in [
             ("nats_request", N_REQUEST, 1),
@@ -644,12 +579,8 @@ fn main() {
                 }
                 #[cfg(feature = "tokio")]
                 if side("commutator-tokio") {
-                    report(
-                        "commutator-tokio",
-                        name,
-                        n,
-                        commutator_request_tokio(&url, n, in_flight),
-                    );
+                    let took = tokio_side::request(&url, n, in_flight);
+                    report("commutator-tokio", name, n, took);
                 }
             }
         }

@@ -407,9 +407,16 @@ impl<C: Codec> Shared<C> {
     ) -> Result<()> {
         let client = &self.client;
         let to = subject.to_string();
+        // `unconstrained`: inside a tokio task (a `TokioLocality` with its
+        // connection on the same runtime) tokio's cooperative budget would
+        // make the command channel say "not now" after 128 operations in one
+        // poll, and a burst would be refused with room left in the buffer.
         let sent = match reply {
-            None => client.publish(to, payload).now_or_never(),
-            Some(reply) => client.publish_with_reply(to, reply, payload).now_or_never(),
+            None => tokio::task::unconstrained(client.publish(to, payload)).now_or_never(),
+            Some(reply) => {
+                tokio::task::unconstrained(client.publish_with_reply(to, reply, payload))
+                    .now_or_never()
+            }
         };
         match sent {
             Some(Ok(())) => {
