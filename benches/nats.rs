@@ -2,8 +2,9 @@
 //! async-nats, on the same nats-server, in the same run.
 //!
 //! `cargo bench --features nats --bench nats [-- <workload>...]` prints, per
-//! workload, `async-nats <workload> <count> <seconds> <rate_per_sec>` and
-//! then `commutator <workload> <count> <seconds> <rate_per_sec>`:
+//! workload, `async-nats <workload> <count> <seconds> <rate_per_sec>`, then
+//! the same for `commutator` (a bridge thread) and, with feature `tokio`,
+//! `commutator-tokio` (the connection on the locality's own runtime):
 //!
 //! - `nats_pubsub`: a burst of `Note`s published on one connection and
 //!   received on another; from the first publish to the last delivery.
@@ -86,14 +87,46 @@ impl Actor for Stopper {
     }
 }
 
-/// A `System` on a thread; `setup` spawns under the root and returns what
-/// the bench needs. Returns the stopper and that.
+/// Where a side of a workload runs: a `System` on a thread with its
+/// connection's bridge thread (`commutator`), or a `TokioLocality` with its
+/// connection on the same runtime (`commutator-tokio`).
+#[derive(Clone, Copy)]
+enum Side {
+    Bridge,
+    #[cfg(feature = "tokio")]
+    Tokio,
+}
+
+/// What a node's `setup` gets: its connection, its locality and its root;
+/// it spawns under the root and returns what the bench needs.
+type Setup<T> = Box<dyn FnOnce(Nats, &mut Locality, &Address) -> commutator::Result<T> + Send>;
+
+/// A node on a thread of its own, on `side`, connected to `url` with room
+/// for `n` messages. Returns its stopper, what `setup` returned, and the thread.
 fn node<T: Send + 'static>(
-    setup: impl FnOnce(&mut System, &Address) -> commutator::Result<T> + Send + 'static,
+    side: Side,
+    url: &str,
+    n: u64,
+    setup: impl FnOnce(Nats, &mut Locality, &Address) -> commutator::Result<T> + Send + 'static,
+) -> (Address, T, std::thread::JoinHandle<()>) {
+    let setup: Setup<T> = Box::new(setup);
+    match side {
+        Side::Bridge => bridge_node(url.to_string(), n, setup),
+        #[cfg(feature = "tokio")]
+        Side::Tokio => tokio_side::node(url.to_string(), n, setup),
+    }
+}
+
+/// A `System` on a thread, its connection on a bridge thread.
+fn bridge_node<T: Send + 'static>(
+    url: String,
+    n: u64,
+    setup: Setup<T>,
 ) -> (Address, T, std::thread::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel();
     let thread = std::thread::spawn(move || {
         let run = || -> commutator::Result<()> {
+            let nats = Nats::connect(options(&url, n))?;
             let mut system = System::new()?;
             if let Some(spin) = std::env::var("SPIN_US").ok().and_then(|s| s.parse().ok()) {
                 system.set_spin(Duration::from_micros(spin));
@@ -103,7 +136,7 @@ fn node<T: Send + 'static>(
                 .supervisor(SupervisorConfig::default())
                 .finish()?;
             let stopper = system.spawn(&root, Stopper).finish()?;
-            let value = setup(&mut system, &root)?;
+            let value = setup(nats, system.locality(), &root)?;
             let _ = tx.send((stopper, value));
             system.run()
         };
@@ -182,48 +215,36 @@ fn options(url: &str, n: u64) -> Options {
     Options::new(url).buffer(room).subscription_capacity(room)
 }
 
-fn commutator_pubsub(url: &str, n: u64) -> f64 {
-    let (a, b) = (
-        Nats::connect(options(url, n)).expect("a"),
-        Nats::connect(options(url, n)).expect("b"),
-    );
+fn commutator_pubsub(side: Side, url: &str, n: u64) -> f64 {
     let (ready_tx, ready) = mpsc::channel();
     let (done_tx, done) = mpsc::channel();
     let ready_b = ready_tx.clone();
-    let (stop_b, (), thread_b) = node(move |system, root| {
-        let counter = system
-            .spawn(
-                root,
-                Counter {
-                    n,
-                    seen: 0,
-                    done: done_tx,
-                },
-            )
-            .finish()?;
-        system
+    let (stop_b, (), thread_b) = node(side, url, n, move |b, locality, root| {
+        let counter = Counter {
+            n,
+            seen: 0,
+            done: done_tx,
+        };
+        let counter = locality.spawn(root, counter).finish()?;
+        locality
             .spawn(root, b.import::<Note>("bench.pubsub", &counter))
             .finish()?;
-        system.spawn(root, Ready(ready_b)).finish()?;
+        locality.spawn(root, Ready(ready_b)).finish()?;
         Ok(())
     });
     let (started_tx, started) = mpsc::channel();
-    let (stop_a, producer, thread_a) = node(move |system, root| {
-        let export = system
+    let (stop_a, producer, thread_a) = node(side, url, n, move |a, locality, root| {
+        let export = locality
             .spawn(root, a.export().message::<Note>("bench.pubsub"))
             .finish()?;
-        system.spawn(root, Ready(ready_tx)).finish()?;
-        system
-            .spawn(
-                root,
-                Producer {
-                    to: export,
-                    n,
-                    sent: 0,
-                    started: started_tx,
-                },
-            )
-            .finish()
+        locality.spawn(root, Ready(ready_tx)).finish()?;
+        let producer = Producer {
+            to: export,
+            n,
+            sent: 0,
+            started: started_tx,
+        };
+        locality.spawn(root, producer).finish()
     });
     for _ in 0..2 {
         ready.recv_timeout(LIMIT).expect("ready");
@@ -364,27 +385,23 @@ impl Requester {
     }
 }
 
-fn commutator_request(url: &str, n: u64, in_flight: u64) -> f64 {
-    let (a, b) = (
-        Nats::connect(options(url, n)).expect("a"),
-        Nats::connect(options(url, n)).expect("b"),
-    );
-    let (stop_b, (), thread_b) = node(move |system, root| {
-        let calculator = system.spawn(root, Calculator).finish()?;
-        system
+fn commutator_request(side: Side, url: &str, n: u64, in_flight: u64) -> f64 {
+    let (stop_b, (), thread_b) = node(side, url, n, move |b, locality, root| {
+        let calculator = locality.spawn(root, Calculator).finish()?;
+        locality
             .spawn(root, b.service("bench", &calculator).request::<Square>())
             .finish()?;
         Ok(())
     });
     let (ready_tx, ready) = mpsc::channel();
     let (done_tx, done) = mpsc::channel();
-    let (stop_a, requester, thread_a) = node(move |system, root| {
+    let (stop_a, requester, thread_a) = node(side, url, n, move |a, locality, root| {
         let remote = a
             .remote("bench")
             .request::<Square>()
             .wait(Duration::from_secs(30));
-        let remote = system.spawn(root, remote).finish()?;
-        system.spawn(root, Ready(ready_tx)).finish()?;
+        let remote = locality.spawn(root, remote).finish()?;
+        locality.spawn(root, Ready(ready_tx)).finish()?;
         let requester = Requester {
             remote,
             n,
@@ -394,7 +411,7 @@ fn commutator_request(url: &str, n: u64, in_flight: u64) -> f64 {
             start: None,
             done: done_tx,
         };
-        system.spawn(root, requester).finish()
+        locality.spawn(root, requester).finish()
     });
     ready.recv_timeout(LIMIT).expect("ready");
     requester.send(Go).expect("go");
@@ -552,11 +569,12 @@ fn main() {
                 report("async-nats", "nats_pubsub", n, raw_pubsub(&url, n));
             }
             if side("commutator") {
-                report("commutator", "nats_pubsub", n, commutator_pubsub(&url, n));
+                let took = commutator_pubsub(Side::Bridge, &url, n);
+                report("commutator", "nats_pubsub", n, took);
             }
             #[cfg(feature = "tokio")]
             if side("commutator-tokio") {
-                let took = tokio_side::pubsub(&url, n);
+                let took = commutator_pubsub(Side::Tokio, &url, n);
                 report("commutator-tokio", "nats_pubsub", n, took);
             }
         }
@@ -570,16 +588,12 @@ fn main() {
                     report("async-nats", name, n, raw_request(&url, n, in_flight));
                 }
                 if side("commutator") {
-                    report(
-                        "commutator",
-                        name,
-                        n,
-                        commutator_request(&url, n, in_flight),
-                    );
+                    let took = commutator_request(Side::Bridge, &url, n, in_flight);
+                    report("commutator", name, n, took);
                 }
                 #[cfg(feature = "tokio")]
                 if side("commutator-tokio") {
-                    let took = tokio_side::request(&url, n, in_flight);
+                    let took = commutator_request(Side::Tokio, &url, n, in_flight);
                     report("commutator-tokio", name, n, took);
                 }
             }
