@@ -3,46 +3,14 @@
 //! it was two, the address behind an `Arc`). Counted by a global allocator,
 //! on this test's thread only.
 
+mod counting;
+
 use commutator::prelude::*;
-use std::alloc::{GlobalAlloc, Layout, System as SystemAlloc};
-use std::cell::Cell;
+use counting::allocations;
 use std::time::Instant;
 
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count() {
-    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-}
-
-// SAFETY: forwards to the system allocator; only counts.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: the caller's contract, passed on.
-        unsafe { SystemAlloc.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { SystemAlloc.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: the caller's contract, passed on.
-        unsafe { SystemAlloc.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static COUNTING: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
+static COUNTING: counting::Counting = counting::Counting;
 
 struct Plain;
 impl Actor for Plain {}
