@@ -15,9 +15,14 @@
 pub mod tutorial {}
 
 /// Embedding a locality in a loop you own: mio, tokio, calloop, a GUI
-/// loop, several threads (`docs/embedding.md`).
+/// loop (`docs/embedding.md`).
 #[cfg_attr(not(doctest), doc = include_str!("../docs/embedding.md"))]
 pub mod embedding {}
+
+/// Several localities on several threads, one supervisor tree across them
+/// (`docs/threads.md`).
+#[cfg_attr(not(doctest), doc = include_str!("../docs/threads.md"))]
+pub mod threads {}
 
 /// What the crate promises, precisely, with its limits and the tests that
 /// check each promise (`docs/guarantees.md`).
