@@ -21,6 +21,9 @@ pub(crate) fn node<T: Send + 'static>(
             let nats = Nats::connect_async(options(&url, n)).await?;
             let mut app = TokioLocality::new(Locality::new())?;
             let locality = app.locality();
+            if let Some(budget) = std::env::var("BUDGET").ok().and_then(|b| b.parse().ok()) {
+                locality.set_budget(budget);
+            }
             let root = locality
                 .spawn_root(Supervisor)
                 .supervisor(SupervisorConfig::default())

@@ -21,7 +21,7 @@ use super::options::Options;
 use super::pump::Inbox;
 use crate::address::Address;
 use crate::error::{Error, ErrorCode, Result};
-use async_nats::Client;
+use async_nats::{Client, Subject};
 use bytes::Bytes;
 use futures_util::FutureExt;
 use std::fmt;
@@ -405,8 +405,19 @@ impl<C: Codec> Shared<C> {
         reply: Option<String>,
         payload: Bytes,
     ) -> Result<()> {
+        self.publish_on(&Subject::from(subject), reply, payload)
+    }
+
+    /// As [`publish`](Shared::publish), on a subject made once (an
+    /// [`Export`](super::Export)'s): its clone is a count, not a copy.
+    pub(crate) fn publish_on(
+        &self,
+        subject: &Subject,
+        reply: Option<String>,
+        payload: Bytes,
+    ) -> Result<()> {
         let client = &self.client;
-        let to = subject.to_string();
+        let to = subject.clone();
         // `unconstrained`: inside a tokio task (a `TokioLocality` with its
         // connection on the same runtime) tokio's cooperative budget would
         // make the command channel say "not now" after 128 operations in one

@@ -4,7 +4,7 @@
 use super::codec::{Codec, Json, Wire};
 use super::connection::{Counters, Nats};
 use super::names::{round_trip, transport_error};
-use super::pump::{Ack, BRIDGE_RESOURCE, Task, Window, pump};
+use super::pump::{Ack, BRIDGE_RESOURCE, Handoff, Task, Window, pump};
 use crate::actor::{Actor, ActorState};
 use crate::address::Address;
 use crate::context::Context;
@@ -135,10 +135,12 @@ impl<C: Codec> Nats<C> {
     /// [`Import`].
     pub fn import<M: Wire>(&self, subject: impl Into<String>, to: &Address) -> Import<C> {
         let forward: Forward<C> = Arc::new(
-            |codec: &C, stats: &Counters, to: &Address, message: async_nats::Message| match codec
-                .decode::<M>(&message.payload)
-            {
-                Ok(m) => to.send(m).is_ok(),
+            |codec: &C,
+             stats: &Counters,
+             to: &Address,
+             message: async_nats::Message,
+             handoff: &mut Handoff| match codec.decode::<M>(&message.payload) {
+                Ok(m) => handoff.send(to, m),
                 Err(error) => {
                     let subject = message.subject.to_string();
                     Counters::add(&stats.dead_letters, 1);
@@ -152,7 +154,7 @@ impl<C: Codec> Nats<C> {
                         payload: message.payload,
                         error,
                     };
-                    to.send(letter).is_ok()
+                    handoff.send(to, letter)
                 }
             },
         );
@@ -172,7 +174,7 @@ impl<C: Codec> Export<C> {
     /// Publishes the messages of type `M` sent to the address on `subject`
     /// (no wildcards).
     pub fn message<M: Wire>(mut self, subject: impl Into<String>) -> Self {
-        let subject: Arc<str> = subject.into().into();
+        let subject = async_nats::Subject::from(subject.into());
         self.routes.push(Box::new(move |ctx, address| {
             check_publish_subject(&subject)?;
             let at = address.clone();
@@ -196,19 +198,26 @@ impl<C: Codec> Export<C> {
 
     fn publish<M: Wire>(
         &mut self,
-        subject: &str,
+        subject: &async_nats::Subject,
         m: &M,
         at: &Address,
         ctx: &mut Context<'_, Self>,
     ) {
         let shared = &self.nats.shared;
-        let (payload, sent) = match shared.codec.encode(m) {
-            Ok(payload) => (payload.clone(), shared.publish(subject, None, payload)),
-            Err(e) => (Bytes::new(), Err(e)),
-        };
+        let sent = shared
+            .codec
+            .encode(m)
+            .and_then(|payload| shared.publish_on(subject, None, payload));
         match sent {
             Ok(()) => self.refusing = false,
             Err(error) => {
+                let subject = subject.as_str();
+                // The payload went with the refused publish: encoded again
+                // for the dead letter (a refusal is the rare path).
+                let payload = match error.code() {
+                    ErrorCode::Codec => Bytes::new(),
+                    _ => shared.codec.encode(m).unwrap_or_default(),
+                };
                 Counters::add(&shared.stats.dead_letters, 1);
                 if !std::mem::replace(&mut self.refusing, true) {
                     tracing::warn!(
@@ -240,7 +249,8 @@ impl<C: Codec> Actor for Export<C> {
     }
 }
 
-type Forward<C> = Arc<dyn Fn(&C, &Counters, &Address, async_nats::Message) -> bool + Send + Sync>;
+type Forward<C> =
+    Arc<dyn Fn(&C, &Counters, &Address, async_nats::Message, &mut Handoff) -> bool + Send + Sync>;
 
 /// An actor that subscribes to a NATS subject and delivers its messages to
 /// a local address, as ordinary messages that every local subscriber of the
@@ -323,7 +333,9 @@ impl<C: Codec> Import<C> {
                 return;
             }
             let stats = shared.stats.clone();
-            let each = |message| forward(&shared.codec, &shared.stats, &to, message);
+            let each = |message, handoff: &mut Handoff| {
+                forward(&shared.codec, &shared.stats, &to, message, handoff)
+            };
             pump(subscription, window, shared.window, me, stats, each).await;
         });
         self.task.set(task.abort_handle());
