@@ -377,3 +377,76 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod handoff_tests {
+    use super::{HANDOFF_BATCH, Handoff};
+    use crate::{Actor, Address, Context, Locality, Supervisor, SupervisorConfig};
+    use std::sync::{Arc, Mutex};
+
+    type Log = Arc<Mutex<Vec<u32>>>;
+
+    /// Keeps every `u32` it hears.
+    struct Collect(Log);
+    impl Actor for Collect {
+        fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+            ctx.subscribe(|this: &mut Self, n: &u32, _: &mut Context<'_, Self>| {
+                this.0.lock().unwrap().push(*n)
+            });
+        }
+    }
+
+    fn collector() -> (Locality, Address, Address, Log) {
+        let log = Log::default();
+        let mut l = Locality::named("handoff");
+        let root = l
+            .spawn_root(Supervisor)
+            .supervisor(SupervisorConfig::default())
+            .finish()
+            .unwrap();
+        let to = l.spawn(&root, Collect(log.clone())).finish().unwrap();
+        let now = l.now();
+        l.run_until_idle(now);
+        (l, root, to, log)
+    }
+
+    #[test]
+    fn a_handoff_delivers_its_messages_in_order_as_ordinary_messages() {
+        let (mut l, _root, to, log) = collector();
+        let n = HANDOFF_BATCH as u32 * 2 + 3;
+        let sent = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut handoff = Handoff::new(&to);
+                let sent = (0..n).all(|i| handoff.send(&to, i));
+                handoff.flush();
+                sent
+            })
+            .join()
+            .unwrap()
+        });
+        assert!(sent);
+        let now = l.now();
+        l.run_until_idle(now);
+        assert_eq!(*log.lock().unwrap(), (0..n).collect::<Vec<_>>());
+        assert_eq!(l.stats().inbox, 0);
+    }
+
+    #[test]
+    fn a_handoff_is_refused_by_a_full_inbox_and_by_a_finished_locality() {
+        let (mut l, root, to, log) = collector();
+        l.set_inbox_capacity(4).unwrap();
+        let mut handoff = Handoff::new(&to);
+        assert!((0u32..4).all(|i| handoff.send(&to, i)));
+        assert!(!handoff.send(&to, 4u32), "the inbox holds 4");
+        handoff.flush();
+        let now = l.now();
+        l.run_until_idle(now);
+        assert_eq!(*log.lock().unwrap(), vec![0, 1, 2, 3], "{:?}", l.stats());
+        l.shutdown(&root).unwrap();
+        let now = l.now();
+        l.run_until_idle(now);
+        assert!(l.is_finished());
+        assert!(!handoff.send(&to, 5u32));
+        handoff.flush();
+    }
+}
