@@ -239,6 +239,11 @@ impl<C: Codec> Nats<C> {
     /// client into a locality, and back, without leaving the thread.
     /// Otherwise as [`Nats::connect_with`].
     ///
+    /// The connection's task sends only between the locality's dispatches:
+    /// a locality that publishes bursts does better with a small budget
+    /// (`Locality::set_budget(256)`), so that the connection sends while
+    /// the burst is made instead of after it.
+    ///
     /// The runtime must keep running for the connection to work (a
     /// current-thread runtime runs only inside its `block_on`). The blocking
     /// calls ([`flush`](Nats::flush), [`discover`](Nats::discover)) refuse to

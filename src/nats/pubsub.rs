@@ -9,7 +9,7 @@ use crate::actor::{Actor, ActorState};
 use crate::address::Address;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::fmt;
 use std::sync::Arc;
 
@@ -109,7 +109,14 @@ pub struct Export<C: Codec = Json> {
     routes: Vec<Route<C>>,
     /// `true` after a refusal, until a publish succeeds (one warning per outage).
     refusing: bool,
+    /// Where payloads are encoded: each is split off as its own `Bytes`,
+    /// many sharing one allocation (freed when the client has sent them all).
+    buf: BytesMut,
 }
+
+/// The room an [`Export`] makes in its buffer when it runs low: payloads
+/// of a burst share allocations of this size.
+const PACK: usize = 16 * 1024;
 
 impl<C: Codec> fmt::Debug for Export<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -127,6 +134,7 @@ impl<C: Codec> Nats<C> {
             on: None,
             routes: Vec::new(),
             refusing: false,
+            buf: BytesMut::new(),
         }
     }
 
@@ -204,10 +212,17 @@ impl<C: Codec> Export<C> {
         ctx: &mut Context<'_, Self>,
     ) {
         let shared = &self.nats.shared;
-        let sent = shared
-            .codec
-            .encode(m)
-            .and_then(|payload| shared.publish_on(subject, None, payload));
+        if self.buf.capacity() < PACK / 16 {
+            // Reuses the allocation if every payload cut from it was sent.
+            self.buf.reserve(PACK);
+        }
+        let sent = match shared.codec.encode_into(m, &mut self.buf) {
+            Ok(()) => shared.publish_on(subject, None, self.buf.split().freeze()),
+            Err(e) => {
+                self.buf.clear();
+                Err(e)
+            }
+        };
         match sent {
             Ok(()) => self.refusing = false,
             Err(error) => {
