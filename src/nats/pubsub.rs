@@ -217,7 +217,15 @@ impl<C: Codec> Export<C> {
             self.buf.reserve(PACK);
         }
         let sent = match shared.codec.encode_into(m, &mut self.buf) {
-            Ok(()) => shared.publish_on(subject, None, self.buf.split().freeze()),
+            Ok(()) => {
+                let payload = self.buf.split().freeze();
+                if payload.len() > PACK {
+                    // A large payload takes its allocation with it (the
+                    // buffer would keep it alive for the small ones).
+                    self.buf = BytesMut::new();
+                }
+                shared.publish_on(subject, None, payload)
+            }
             Err(e) => {
                 self.buf.clear();
                 Err(e)

@@ -7,9 +7,7 @@ use super::names::{
     ServiceInfo, announce_subject, cancel_subject, check_service_name, check_wire_name, round_trip,
     svc_group, svc_wildcard, transport_error, who_subject,
 };
-use super::pump::{
-    Ack, BRIDGE_RESOURCE, Handoff, IdMap, Task, Window, deadline_token, pump,
-};
+use super::pump::{Ack, BRIDGE_RESOURCE, Handoff, IdMap, Task, Window, deadline_token, pump};
 use crate::actor::{Actor, ActorState};
 use crate::address::Address;
 use crate::context::Context;
