@@ -9,6 +9,9 @@ use commutator::nats::Nats;
 use commutator::prelude::*;
 use std::sync::mpsc;
 
+/// The tokio side's locality budget (`Locality::set_budget`).
+const BUDGET: usize = 256;
+
 /// A `TokioLocality` on its own thread, connected on its runtime; see `super::node`.
 pub(crate) fn node<T: Send + 'static>(
     url: String,
@@ -21,6 +24,12 @@ pub(crate) fn node<T: Send + 'static>(
             let nats = Nats::connect_async(options(&url, n)).await?;
             let mut app = TokioLocality::new(Locality::new())?;
             let locality = app.locality();
+            // The connection's task runs between the locality's dispatches:
+            // a small budget lets it send a burst while it is made, as
+            // tokio's cooperative budget does for raw async-nats's tasks
+            // (docs/nats.md). `BUDGET=65536` is the locality's default.
+            let budget = std::env::var("BUDGET").ok().and_then(|b| b.parse().ok());
+            locality.set_budget(budget.unwrap_or(BUDGET));
             let root = locality
                 .spawn_root(Supervisor)
                 .supervisor(SupervisorConfig::default())

@@ -2,7 +2,7 @@
 //! bytes ([`Json`] by default), and how an [`Error`] travels in a reply.
 
 use crate::error::{Error, ErrorCode};
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -41,6 +41,19 @@ pub trait Codec: Send + Sync + 'static {
     fn encode<T: Serialize + ?Sized>(&self, value: &T) -> Result<Bytes, Error>;
     /// Decodes a value of type `T`.
     fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, Error>;
+    /// Encodes a value at the end of `buf`, where an [`Export`](super::Export)
+    /// packs the messages it publishes (many to one allocation). By default
+    /// [`encode`](Codec::encode) and a copy; a codec that can write into a
+    /// buffer saves the copy and the allocation. On an error `buf` may hold
+    /// part of the value: the caller drops it.
+    fn encode_into<T: Serialize + ?Sized>(
+        &self,
+        value: &T,
+        buf: &mut BytesMut,
+    ) -> Result<(), Error> {
+        buf.extend_from_slice(&self.encode(value)?);
+        Ok(())
+    }
 }
 
 /// The default codec: JSON (`serde_json`), readable with `nats sub` and by
@@ -58,6 +71,15 @@ impl Codec for Json {
     fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, Error> {
         serde_json::from_slice(bytes)
             .map_err(|e| codec_error("decode", std::any::type_name::<T>(), e))
+    }
+
+    fn encode_into<T: Serialize + ?Sized>(
+        &self,
+        value: &T,
+        buf: &mut BytesMut,
+    ) -> Result<(), Error> {
+        serde_json::to_writer(buf.writer(), value)
+            .map_err(|e| codec_error("encode", std::any::type_name::<T>(), e))
     }
 }
 
@@ -228,6 +250,40 @@ impl WireError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A codec with only `encode` and `decode`: the provided `encode_into`.
+    struct Plain;
+    impl Codec for Plain {
+        fn encode<T: Serialize + ?Sized>(&self, value: &T) -> Result<Bytes, Error> {
+            Json.encode(value)
+        }
+        fn decode<T: DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, Error> {
+            Json.decode(bytes)
+        }
+    }
+
+    /// Not JSON: a map whose keys are not strings.
+    fn unencodable() -> std::collections::HashMap<(u8, u8), u8> {
+        [((1, 2), 3)].into_iter().collect()
+    }
+
+    #[test]
+    fn encode_into_appends_what_encode_makes_and_fails_as_it_does() {
+        let value = ("temperature", 21.5, vec![1u8, 2]);
+        let mut buf = BytesMut::from(&b"head"[..]);
+        Json.encode_into(&value, &mut buf).unwrap();
+        let mut plain = BytesMut::from(&b"head"[..]);
+        Plain.encode_into(&value, &mut plain).unwrap();
+        let expected = [&b"head"[..], &Json.encode(&value).unwrap()].concat();
+        assert_eq!(&buf[..], &expected[..]);
+        assert_eq!(&plain[..], &expected[..]);
+        for codec_error in [
+            Json.encode_into(&unencodable(), &mut buf).unwrap_err(),
+            Plain.encode_into(&unencodable(), &mut plain).unwrap_err(),
+        ] {
+            assert_eq!(codec_error.code(), ErrorCode::Codec);
+        }
+    }
 
     #[test]
     fn an_error_chain_travels_code_by_code_with_its_foreign_cause_as_text() {

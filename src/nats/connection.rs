@@ -21,7 +21,7 @@ use super::options::Options;
 use super::pump::Inbox;
 use crate::address::Address;
 use crate::error::{Error, ErrorCode, Result};
-use async_nats::Client;
+use async_nats::{Client, Subject};
 use bytes::Bytes;
 use futures_util::FutureExt;
 use std::fmt;
@@ -239,6 +239,11 @@ impl<C: Codec> Nats<C> {
     /// client into a locality, and back, without leaving the thread.
     /// Otherwise as [`Nats::connect_with`].
     ///
+    /// The connection's task sends only between the locality's dispatches:
+    /// a locality that publishes bursts does better with a small budget
+    /// (`Locality::set_budget(256)`), so that the connection sends while
+    /// the burst is made instead of after it.
+    ///
     /// The runtime must keep running for the connection to work (a
     /// current-thread runtime runs only inside its `block_on`). The blocking
     /// calls ([`flush`](Nats::flush), [`discover`](Nats::discover)) refuse to
@@ -405,8 +410,19 @@ impl<C: Codec> Shared<C> {
         reply: Option<String>,
         payload: Bytes,
     ) -> Result<()> {
+        self.publish_on(&Subject::from(subject), reply, payload)
+    }
+
+    /// As [`publish`](Shared::publish), on a subject made once (an
+    /// [`Export`](super::Export)'s): its clone is a count, not a copy.
+    pub(crate) fn publish_on(
+        &self,
+        subject: &Subject,
+        reply: Option<String>,
+        payload: Bytes,
+    ) -> Result<()> {
         let client = &self.client;
-        let to = subject.to_string();
+        let to = subject.clone();
         // `unconstrained`: inside a tokio task (a `TokioLocality` with its
         // connection on the same runtime) tokio's cooperative budget would
         // make the command channel say "not now" after 128 operations in one

@@ -4,12 +4,12 @@
 use super::codec::{Codec, Json, Wire};
 use super::connection::{Counters, Nats};
 use super::names::{round_trip, transport_error};
-use super::pump::{Ack, BRIDGE_RESOURCE, Task, Window, pump};
+use super::pump::{Ack, BRIDGE_RESOURCE, Handoff, Task, Window, pump};
 use crate::actor::{Actor, ActorState};
 use crate::address::Address;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::fmt;
 use std::sync::Arc;
 
@@ -109,7 +109,14 @@ pub struct Export<C: Codec = Json> {
     routes: Vec<Route<C>>,
     /// `true` after a refusal, until a publish succeeds (one warning per outage).
     refusing: bool,
+    /// Where payloads are encoded: each is split off as its own `Bytes`,
+    /// many sharing one allocation (freed when the client has sent them all).
+    buf: BytesMut,
 }
+
+/// The room an [`Export`] makes in its buffer when it runs low: payloads
+/// of a burst share allocations of this size.
+const PACK: usize = 16 * 1024;
 
 impl<C: Codec> fmt::Debug for Export<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -127,6 +134,7 @@ impl<C: Codec> Nats<C> {
             on: None,
             routes: Vec::new(),
             refusing: false,
+            buf: BytesMut::new(),
         }
     }
 
@@ -135,10 +143,12 @@ impl<C: Codec> Nats<C> {
     /// [`Import`].
     pub fn import<M: Wire>(&self, subject: impl Into<String>, to: &Address) -> Import<C> {
         let forward: Forward<C> = Arc::new(
-            |codec: &C, stats: &Counters, to: &Address, message: async_nats::Message| match codec
-                .decode::<M>(&message.payload)
-            {
-                Ok(m) => to.send(m).is_ok(),
+            |codec: &C,
+             stats: &Counters,
+             to: &Address,
+             message: async_nats::Message,
+             handoff: &mut Handoff| match codec.decode::<M>(&message.payload) {
+                Ok(m) => handoff.send(to, m),
                 Err(error) => {
                     let subject = message.subject.to_string();
                     Counters::add(&stats.dead_letters, 1);
@@ -152,7 +162,7 @@ impl<C: Codec> Nats<C> {
                         payload: message.payload,
                         error,
                     };
-                    to.send(letter).is_ok()
+                    handoff.send(to, letter)
                 }
             },
         );
@@ -172,7 +182,7 @@ impl<C: Codec> Export<C> {
     /// Publishes the messages of type `M` sent to the address on `subject`
     /// (no wildcards).
     pub fn message<M: Wire>(mut self, subject: impl Into<String>) -> Self {
-        let subject: Arc<str> = subject.into().into();
+        let subject = async_nats::Subject::from(subject.into());
         self.routes.push(Box::new(move |ctx, address| {
             check_publish_subject(&subject)?;
             let at = address.clone();
@@ -196,19 +206,41 @@ impl<C: Codec> Export<C> {
 
     fn publish<M: Wire>(
         &mut self,
-        subject: &str,
+        subject: &async_nats::Subject,
         m: &M,
         at: &Address,
         ctx: &mut Context<'_, Self>,
     ) {
         let shared = &self.nats.shared;
-        let (payload, sent) = match shared.codec.encode(m) {
-            Ok(payload) => (payload.clone(), shared.publish(subject, None, payload)),
-            Err(e) => (Bytes::new(), Err(e)),
+        if self.buf.capacity() < PACK / 16 {
+            // Reuses the allocation if every payload cut from it was sent.
+            self.buf.reserve(PACK);
+        }
+        let sent = match shared.codec.encode_into(m, &mut self.buf) {
+            Ok(()) => {
+                let payload = self.buf.split().freeze();
+                if payload.len() > PACK {
+                    // A large payload takes its allocation with it (the
+                    // buffer would keep it alive for the small ones).
+                    self.buf = BytesMut::new();
+                }
+                shared.publish_on(subject, None, payload)
+            }
+            Err(e) => {
+                self.buf.clear();
+                Err(e)
+            }
         };
         match sent {
             Ok(()) => self.refusing = false,
             Err(error) => {
+                let subject = subject.as_str();
+                // The payload went with the refused publish: encoded again
+                // for the dead letter (a refusal is the rare path).
+                let payload = match error.code() {
+                    ErrorCode::Codec => Bytes::new(),
+                    _ => shared.codec.encode(m).unwrap_or_default(),
+                };
                 Counters::add(&shared.stats.dead_letters, 1);
                 if !std::mem::replace(&mut self.refusing, true) {
                     tracing::warn!(
@@ -240,7 +272,8 @@ impl<C: Codec> Actor for Export<C> {
     }
 }
 
-type Forward<C> = Arc<dyn Fn(&C, &Counters, &Address, async_nats::Message) -> bool + Send + Sync>;
+type Forward<C> =
+    Arc<dyn Fn(&C, &Counters, &Address, async_nats::Message, &mut Handoff) -> bool + Send + Sync>;
 
 /// An actor that subscribes to a NATS subject and delivers its messages to
 /// a local address, as ordinary messages that every local subscriber of the
@@ -323,7 +356,9 @@ impl<C: Codec> Import<C> {
                 return;
             }
             let stats = shared.stats.clone();
-            let each = |message| forward(&shared.codec, &shared.stats, &to, message);
+            let each = |message, handoff: &mut Handoff| {
+                forward(&shared.codec, &shared.stats, &to, message, handoff)
+            };
             pump(subscription, window, shared.window, me, stats, each).await;
         });
         self.task.set(task.abort_handle());

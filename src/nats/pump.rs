@@ -13,8 +13,11 @@
 
 use super::connection::Counters;
 use crate::address::Address;
+use crate::arena::Key;
+use crate::locality::shared::{LocalityShared, Outbox};
+use crate::message::UserEnvelope;
 use async_nats::{Message, Subscriber};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use slab::Slab;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -79,31 +82,103 @@ pub(crate) const BRIDGE_RESOURCE: u32 = 0x4e41_5453; // "NATS"
 #[derive(Debug)]
 pub(crate) struct Ack(pub(crate) u64);
 
-/// Reads `subscription` (one, or several merged) and hands each message to `each` (which sends it
-/// into a locality; `false` means the locality is gone), keeping at most
-/// `limit` messages unacknowledged by the actor at `ack_to`. Ends when the
-/// subscription or the locality ends (or the task is aborted: the bridge
-/// actor aborts it when it shuts down, which unsubscribes).
+/// The most messages one hand-off carries into a locality: what a pump
+/// found waiting in its subscription, up to this, crosses as one item of
+/// the locality's inbox with one wake ([`Handoff`]).
+pub(crate) const HANDOFF_BATCH: usize = 256;
+
+/// Messages on their way from the bridge into one locality, handed over
+/// together: each admitted by the locality's inbox (counted against its
+/// bound, as [`Address::send`] would), kept in order, and pushed as one
+/// batch (consecutive messages of one type in one box) with one wake by
+/// [`flush`](Handoff::flush), which a pump calls before it waits for
+/// anything. Delivered as if sent one by one with [`Address::send`].
+pub(crate) struct Handoff {
+    outbox: Outbox,
+}
+
+impl Handoff {
+    /// A hand-off into the locality of `to`.
+    pub(crate) fn new(to: &Address) -> Handoff {
+        Handoff {
+            outbox: Outbox::new(to.locality().clone()),
+        }
+    }
+
+    /// Queues `message` for `to`, an address of this hand-off's locality:
+    /// `false` if the locality refuses it (finished, or its inbox is full).
+    pub(crate) fn send<M: Send + 'static>(&mut self, to: &Address, message: M) -> bool {
+        debug_assert!(std::ptr::eq::<LocalityShared>(
+            &**to.locality(),
+            self.outbox.to()
+        ));
+        if self.outbox.to().admit_user().is_err() {
+            return false;
+        }
+        self.outbox.push_user(UserEnvelope {
+            dest: to.key(),
+            sender: Key::NONE,
+            message,
+        });
+        true
+    }
+
+    /// Pushes what is queued into the locality and wakes it (nothing if
+    /// nothing is queued).
+    pub(crate) fn flush(&mut self) {
+        self.outbox.flush();
+    }
+}
+
+/// Reads `subscription` (one, or several merged) and hands each message to
+/// `each`, which queues it on the [`Handoff`] into the locality of `ack_to`
+/// (`false` means the locality refused it: it is gone). What is waiting in
+/// the subscription (up to [`HANDOFF_BATCH`]) crosses in one hand-off. Keeps
+/// at most `limit` messages unacknowledged by the actor at `ack_to`. Ends
+/// when the subscription or the locality ends (or the task is aborted: the
+/// bridge actor aborts it when it shuts down, which unsubscribes).
 pub(crate) async fn pump(
     mut subscription: impl futures_util::Stream<Item = Message> + Unpin,
     window: Arc<Window>,
     limit: u64,
     ack_to: Address,
     stats: Arc<Counters>,
-    mut each: impl FnMut(Message) -> bool + Send,
+    mut each: impl FnMut(Message, &mut Handoff) -> bool + Send,
 ) {
     let batch = (limit / 4).max(1);
     let mut sent = 0u64;
-    while let Some(message) = subscription.next().await {
-        Counters::add(&stats.received, 1);
-        if !each(message) {
-            return;
-        }
-        sent += 1;
-        if sent.is_multiple_of(batch) {
-            if ack_to.send(Ack(sent)).is_err() {
+    let mut handoff = Handoff::new(&ack_to);
+    while let Some(first) = subscription.next().await {
+        let mut next = Some(first);
+        let mut taken = 0u64;
+        let mut wait = false;
+        while let Some(message) = next.take() {
+            taken += 1;
+            if !each(message, &mut handoff) {
+                handoff.flush();
+                Counters::add(&stats.received, taken);
                 return;
             }
+            sent += 1;
+            if sent.is_multiple_of(batch) {
+                // Behind the messages: delivered after them.
+                if !handoff.send(&ack_to, Ack(sent)) {
+                    handoff.flush();
+                    Counters::add(&stats.received, taken);
+                    return;
+                }
+                wait = true;
+                break;
+            }
+            if taken < HANDOFF_BATCH as u64 {
+                // What is there already, without waiting (a `None` ends
+                // the subscription: the next `next()` says so again).
+                next = subscription.next().now_or_never().flatten();
+            }
+        }
+        handoff.flush();
+        Counters::add(&stats.received, taken);
+        if wait {
             window.room(sent, limit).await;
         }
     }
@@ -300,5 +375,78 @@ mod tests {
             deadline_token("_INBOX.a.1.2.t99999999999999999999999"),
             ("_INBOX.a.1.2", ms(u64::MAX))
         );
+    }
+}
+
+#[cfg(test)]
+mod handoff_tests {
+    use super::{HANDOFF_BATCH, Handoff};
+    use crate::{Actor, Address, Context, Locality, Supervisor, SupervisorConfig};
+    use std::sync::{Arc, Mutex};
+
+    type Log = Arc<Mutex<Vec<u32>>>;
+
+    /// Keeps every `u32` it hears.
+    struct Collect(Log);
+    impl Actor for Collect {
+        fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+            ctx.subscribe(|this: &mut Self, n: &u32, _: &mut Context<'_, Self>| {
+                this.0.lock().unwrap().push(*n)
+            });
+        }
+    }
+
+    fn collector() -> (Locality, Address, Address, Log) {
+        let log = Log::default();
+        let mut l = Locality::named("handoff");
+        let root = l
+            .spawn_root(Supervisor)
+            .supervisor(SupervisorConfig::default())
+            .finish()
+            .unwrap();
+        let to = l.spawn(&root, Collect(log.clone())).finish().unwrap();
+        let now = l.now();
+        l.run_until_idle(now);
+        (l, root, to, log)
+    }
+
+    #[test]
+    fn a_handoff_delivers_its_messages_in_order_as_ordinary_messages() {
+        let (mut l, _root, to, log) = collector();
+        let n = HANDOFF_BATCH as u32 * 2 + 3;
+        let sent = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut handoff = Handoff::new(&to);
+                let sent = (0..n).all(|i| handoff.send(&to, i));
+                handoff.flush();
+                sent
+            })
+            .join()
+            .unwrap()
+        });
+        assert!(sent);
+        let now = l.now();
+        l.run_until_idle(now);
+        assert_eq!(*log.lock().unwrap(), (0..n).collect::<Vec<_>>());
+        assert_eq!(l.stats().inbox, 0);
+    }
+
+    #[test]
+    fn a_handoff_is_refused_by_a_full_inbox_and_by_a_finished_locality() {
+        let (mut l, root, to, log) = collector();
+        l.set_inbox_capacity(4).unwrap();
+        let mut handoff = Handoff::new(&to);
+        assert!((0u32..4).all(|i| handoff.send(&to, i)));
+        assert!(!handoff.send(&to, 4u32), "the inbox holds 4");
+        handoff.flush();
+        let now = l.now();
+        l.run_until_idle(now);
+        assert_eq!(*log.lock().unwrap(), vec![0, 1, 2, 3], "{:?}", l.stats());
+        l.shutdown(&root).unwrap();
+        let now = l.now();
+        l.run_until_idle(now);
+        assert!(l.is_finished());
+        assert!(!handoff.send(&to, 5u32));
+        handoff.flush();
     }
 }

@@ -7,7 +7,7 @@ use super::names::{
     ServiceInfo, announce_subject, cancel_subject, check_service_name, check_wire_name, round_trip,
     svc_group, svc_wildcard, transport_error, who_subject,
 };
-use super::pump::{Ack, BRIDGE_RESOURCE, IdMap, Task, Window, deadline_token, pump};
+use super::pump::{Ack, BRIDGE_RESOURCE, Handoff, IdMap, Task, Window, deadline_token, pump};
 use crate::actor::{Actor, ActorState};
 use crate::address::Address;
 use crate::context::Context;
@@ -415,7 +415,9 @@ impl<C: Codec> Service<C> {
                 }
             };
             let stats = shared.stats.clone();
-            let each = |message| me.send(Incoming(message, Instant::now())).is_ok();
+            let each = |message, handoff: &mut Handoff| {
+                handoff.send(&me, Incoming(message, Instant::now()))
+            };
             let serve = pump(requests, window, shared.window, me.clone(), stats, each);
             futures_util::future::join(serve, answer_asks).await;
         });
