@@ -11,7 +11,7 @@ use crate::queue::Lent;
 use crate::subscription::Handler;
 use crate::supervisor::SupervisorState;
 use smallvec::SmallVec;
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
@@ -54,24 +54,24 @@ use std::time::Duration;
 pub trait Actor: Sized + 'static {
     /// NEW → INITIALIZING: subscribe handlers, spawn children, start init work.
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        let _ = ctx;
+        ctx.core.default_hook |= Hook::InitStart.bit(); // not overridden: no need to call it again
     }
     /// INITIALIZING → INITIALIZED: every plugin voted ready.
     fn init_finish(&mut self, ctx: &mut Context<'_, Self>) {
-        let _ = ctx;
+        ctx.core.default_hook |= Hook::InitFinish.bit();
     }
     /// INITIALIZED → OPERATIONAL: the supervisor started the actor.
     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
-        let _ = ctx;
+        ctx.core.default_hook |= Hook::OnStart.bit();
     }
     /// → SHUTTING_DOWN: release what the actor holds.
     fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
-        let _ = ctx;
+        ctx.core.default_hook |= Hook::ShutdownStart.bit();
     }
     /// SHUTTING_DOWN → SHUT_DOWN: the last call (its state reads
     /// `SHUT_DOWN`, as in rotor); subscriptions and timers go next.
     fn shutdown_finish(&mut self, ctx: &mut Context<'_, Self>) {
-        let _ = ctx;
+        ctx.core.default_hook |= Hook::ShutdownFinish.bit();
     }
 
     /// A supervisor hears of a child's init: `Ok` when it initialized,
@@ -85,14 +85,14 @@ pub trait Actor: Sized + 'static {
         ctx: &mut Context<'_, Self>,
     ) {
         let _ = (child, result);
-        ctx.core.default_hook = true; // not overridden: no need to call it again
+        ctx.core.default_hook |= crate::supervisor::HOOK_INIT; // not overridden: no need to call it again
     }
 
     /// A supervisor hears that a child has shut down, with its reason,
     /// before it decides what follows (restart, escalation, ...).
     fn on_child_shutdown(&mut self, child: &Address, reason: &Error, ctx: &mut Context<'_, Self>) {
         let _ = (child, reason);
-        ctx.core.default_hook = true; // not overridden: no need to call it again
+        ctx.core.default_hook |= crate::supervisor::HOOK_SHUTDOWN; // not overridden: no need to call it again
     }
 
     /// A linked server (see [`Context::link`]) asks this client to unlink,
@@ -177,6 +177,21 @@ pub(crate) enum Hook {
     OnStart,
     ShutdownStart,
     ShutdownFinish,
+}
+
+impl Hook {
+    /// The hook's bit in `Core::default_hook` and in the per-type record of
+    /// default hooks (`TypeNames::default_hooks`); the supervisor hooks
+    /// have bits 0 and 1 (`HOOK_INIT`, `HOOK_SHUTDOWN`).
+    pub(crate) const fn bit(self) -> u8 {
+        match self {
+            Hook::InitStart => 4,
+            Hook::InitFinish => 8,
+            Hook::OnStart => 16,
+            Hook::ShutdownStart => 32,
+            Hook::ShutdownFinish => 64,
+        }
+    }
 }
 
 /// Which votes to count.
@@ -291,6 +306,11 @@ pub(crate) trait ActorObject: Any {
     /// `false` if the actor has no user plugin to ask for a vote (`true`
     /// while it is busy: [`vote`](ActorObject::vote) then says `Pending`).
     fn has_plugins(&self) -> bool;
+    /// `true` if the actor has user plugins or names to register, which
+    /// run with its `init_start` and `shutdown_start` (`true` while busy).
+    fn has_extras(&self) -> bool;
+    /// The actor's type (`A`).
+    fn actor_type(&self) -> TypeId;
     /// [`Actor::should_restart`] (`false` if the actor is busy).
     fn should_restart(&self, reason: &Error) -> bool;
     /// Calls the hook a notice is for; `Some` answer for an unlink.
@@ -324,6 +344,12 @@ impl<A: Actor> ActorObject for RefCell<ActorBox<A>> {
         self.try_borrow_mut().map_or(true, |b| {
             b.extras.as_ref().is_some_and(|e| !e.plugins.is_empty())
         })
+    }
+    fn has_extras(&self) -> bool {
+        self.try_borrow().map_or(true, |b| b.extras.is_some())
+    }
+    fn actor_type(&self) -> TypeId {
+        TypeId::of::<A>()
     }
     fn should_restart(&self, reason: &Error) -> bool {
         self.try_borrow()
@@ -391,10 +417,92 @@ where
     }
 }
 
-/// The supervisor of an actor, and the actor's slot among its children.
-pub(crate) struct ParentLink {
-    pub(crate) address: Address,
-    pub(crate) slot: usize,
+/// The supervisor of an actor, and the actor's slot among its children:
+/// for a supervisor on this locality, the routing key of its main address
+/// (16 bytes, no copy of the address and no reference count); for one
+/// elsewhere, its address, boxed.
+pub(crate) enum ParentLink {
+    Local { key: Key, slot: u32 },
+    Remote(Box<(Address, usize)>),
+}
+
+impl ParentLink {
+    /// The link to the supervisor at `address`, for a child on `core`'s locality.
+    pub(crate) fn new(core: &Core, address: &Address, slot: usize) -> ParentLink {
+        match u32::try_from(slot) {
+            Ok(slot) if address.is_of(&core.shared) => ParentLink::Local {
+                key: address.key(),
+                slot,
+            },
+            _ => ParentLink::Remote(Box::new((address.clone(), slot))),
+        }
+    }
+
+    /// The child's slot among the supervisor's children.
+    #[inline]
+    pub(crate) fn slot(&self) -> usize {
+        match self {
+            ParentLink::Local { slot, .. } => *slot as usize,
+            ParentLink::Remote(remote) => remote.1,
+        }
+    }
+
+    /// `true` if the supervisor lives on the child's locality.
+    #[inline]
+    pub(crate) fn is_local(&self) -> bool {
+        matches!(self, ParentLink::Local { .. })
+    }
+
+    /// The supervisor's address (`None` if a local one is gone).
+    pub(crate) fn address<'c>(&'c self, core: &'c Core) -> Option<&'c Address> {
+        match self {
+            ParentLink::Local { key, .. } => core.routes.address(*key).map(|info| &info.address),
+            ParentLink::Remote(remote) => Some(&remote.0),
+        }
+    }
+
+    /// The supervisor's address, if it lives elsewhere.
+    pub(crate) fn remote(&self) -> Option<&Address> {
+        match self {
+            ParentLink::Local { .. } => None,
+            ParentLink::Remote(remote) => Some(&remote.0),
+        }
+    }
+
+    /// Sends framework traffic to the supervisor (`core.send_system`).
+    pub(crate) fn send(&self, core: &mut Core, msg: lifecycle::SystemMsg) -> bool {
+        match self {
+            ParentLink::Local { key, .. } => {
+                core.enqueue(lifecycle::SysEnvelope { dest: *key, msg });
+                true
+            }
+            ParentLink::Remote(remote) => core.send_system(&remote.0, msg),
+        }
+    }
+
+    /// Sends framework traffic to the supervisor of actor `me`; `msg`
+    /// gets the child's slot. `false` if it has none (a root), or its
+    /// locality has finished.
+    pub(crate) fn send_of(
+        core: &mut Core,
+        me: Key,
+        msg: impl FnOnce(usize) -> lifecycle::SystemMsg,
+    ) -> bool {
+        let Some(parent) = core.actors.get(me).and_then(|c| c.parent.as_ref()) else {
+            return false;
+        };
+        match parent {
+            &ParentLink::Local { key, slot } => {
+                let msg = msg(slot as usize);
+                core.enqueue(lifecycle::SysEnvelope { dest: key, msg });
+                true
+            }
+            ParentLink::Remote(remote) => {
+                let (to, slot) = (remote.0.clone(), remote.1);
+                core.send_system(&to, msg(slot))
+            }
+        }
+    }
 }
 
 /// What a locality keeps for one actor.
@@ -541,9 +649,27 @@ pub(crate) fn guarded<R>(core: &Core, me: Key, f: impl FnOnce() -> R) -> Result<
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panicked(core, me, payload.as_ref()))
 }
 
-/// Calls a lifecycle hook of the actor at `me`.
+/// Calls a lifecycle hook of the actor at `me`, unless its type is known
+/// to leave it to the trait's default, which does nothing (found on the
+/// hook's first call for the type: the default says so). Plugins and
+/// names to register go with `init_start` and `shutdown_start`: an actor
+/// with either is called anyway.
 pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
+    let (ty, bit) = (cell.actor.actor_type(), hook.bit());
+    if core.type_names.default_hooks(ty) & bit != 0
+        && (!matches!(hook, Hook::InitStart | Hook::ShutdownStart) || !cell.actor.has_extras())
+    {
+        return;
+    }
+    core.default_hook &= !bit;
     with_object(core, me, |object, core| object.hook(hook, core, me));
+    if core.default_hook & bit != 0 {
+        core.default_hook &= !bit;
+        core.type_names.hook_is_default(ty, bit);
+    }
 }
 
 /// Calls the hook `notice` is for on the actor at `me` (see [`Notice`]);
@@ -556,9 +682,16 @@ pub(crate) fn notify(core: &mut Core, me: Key, notice: Notice<'_>) -> Option<Unl
 /// `me`; `false` if it is the trait's default, which says so: the
 /// supervisor need not call it again.
 pub(crate) fn notify_overridden(core: &mut Core, me: Key, notice: Notice<'_>) -> bool {
-    core.default_hook = false;
+    let bit = match notice {
+        Notice::ChildInit(..) => crate::supervisor::HOOK_INIT,
+        Notice::ChildShutdown(..) => crate::supervisor::HOOK_SHUTDOWN,
+        Notice::Unlink(_) => 0,
+    };
+    core.default_hook &= !bit;
     notify(core, me, notice);
-    !std::mem::take(&mut core.default_hook)
+    let default = core.default_hook & bit != 0;
+    core.default_hook &= !bit;
+    !default
 }
 
 /// The default name of an actor type: its type name without the module path.

@@ -405,7 +405,8 @@ impl<'a, A: Actor> Builder<'a, A> {
                 let actor = factory();
                 let spec = Rc::new(spec);
                 let kept = spec.clone();
-                let respawn = Box::new(move |core: &mut Core, link: ParentLink| {
+                let respawn = Box::new(move |core: &mut Core, parent: &Address, slot| {
+                    let link = ParentLink::new(core, parent, slot);
                     spawn_instance(core, Some(link), &kept, factory()).map(Some)
                 }) as Respawn;
                 (actor, Held::Shared(spec), Some(respawn))
@@ -417,7 +418,14 @@ impl<'a, A: Actor> Builder<'a, A> {
             core.anchor();
             return spec.spawn(core, None, actor);
         };
-        let (link, slot) = child_slot(core, parent);
+        let (address, slot) = local_slot(core, parent);
+        let link = match u32::try_from(slot) {
+            Ok(slot) => ParentLink::Local {
+                key: address.key(),
+                slot,
+            },
+            Err(_) => ParentLink::new(core, address, slot),
+        };
         let address = spec.spawn(core, Some(link), actor)?;
         add_child(
             core,
@@ -465,11 +473,11 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
             let why = "an actor on another locality needs a supervisor here";
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         };
-        let (link, slot) = child_slot(core, parent);
+        let (address, slot) = child_slot(core, parent);
         let pending = spawn_elsewhere(
             core,
             &handle,
-            link.address.clone(),
+            address,
             slot,
             factory.clone(),
             settings.clone(),
@@ -477,12 +485,12 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
         )?
         .expect("the first spawn is pending");
         let respawn = (supervision.policy != RestartPolicy::Never).then(|| {
-            Box::new(move |core: &mut Core, link: ParentLink| {
+            Box::new(move |core: &mut Core, parent: &Address, slot| {
                 spawn_elsewhere(
                     core,
                     &handle,
-                    link.address,
-                    link.slot,
+                    parent.clone(),
+                    slot,
                     factory.clone(),
                     settings.clone(),
                     false,
@@ -512,8 +520,14 @@ impl<A: Actor> Held<A> {
     }
 }
 
-/// The slot the next child of `parent` gets, and the link to put in the child.
-fn child_slot(core: &mut Core, parent: Key) -> (ParentLink, usize) {
+/// The slot the next child of `parent` gets, and the supervisor's address.
+fn child_slot(core: &mut Core, parent: Key) -> (Address, usize) {
+    let (address, slot) = local_slot(core, parent);
+    (address.clone(), slot)
+}
+
+/// The slot the next child of `parent` gets, and the supervisor's address.
+fn local_slot(core: &Core, parent: Key) -> (&Address, usize) {
     let cell = core.actors.get(parent).expect("checked by prepare");
     let slot = cell
         .supervisor
@@ -521,13 +535,7 @@ fn child_slot(core: &mut Core, parent: Key) -> (ParentLink, usize) {
         .expect("checked by prepare")
         .children
         .vacant_key();
-    (
-        ParentLink {
-            address: cell.address.clone(),
-            slot,
-        },
-        slot,
-    )
+    (&cell.address, slot)
 }
 
 /// Records a new child in `parent`'s `slot` (as `child_slot` said).
@@ -539,16 +547,16 @@ fn add_child(
     supervision: SupervisionConfig,
     respawn: Option<Respawn>,
 ) {
-    let supervision = supervision
-        .is_set()
-        .then(|| Box::new(Supervision::new(supervision, respawn)));
     let record = ChildRecord {
         address,
         state: ChildState::Initializing,
         initializing: true,
-        supervision,
     };
     let sup = crate::supervisor::sup_mut(core, parent).expect("checked by prepare");
+    if supervision.is_set() {
+        let supervision = Supervision::new(supervision, respawn);
+        sup.supervised.insert(slot, supervision);
+    }
     let inserted = sup.children.insert(record);
     debug_assert_eq!(
         inserted, slot,

@@ -115,6 +115,12 @@ impl Names {
 #[derive(Default)]
 pub(crate) struct TypeNames {
     ids: HashMap<TypeId, NameId, BuildHasherDefault<TypeIdHasher>>,
+    /// The lifecycle hooks each actor type leaves to the trait's default
+    /// (`Hook::bit`s), found on their first call: not called again.
+    default_hooks: HashMap<TypeId, u8, BuildHasherDefault<TypeIdHasher>>,
+    /// The last type asked about in `default_hooks`, and its bits: the
+    /// hooks of one type's actors usually run one after the other.
+    last_hooks: Option<(TypeId, u8)>,
 }
 
 impl TypeNames {
@@ -132,6 +138,26 @@ impl TypeNames {
         let id = names.intern_type(ty, make)?;
         self.ids.insert(ty, id);
         Some(id)
+    }
+
+    /// The hooks of actor type `ty` known to be the trait's defaults.
+    #[inline]
+    pub(crate) fn default_hooks(&mut self, ty: TypeId) -> u8 {
+        if let Some((last, bits)) = self.last_hooks
+            && last == ty
+        {
+            return bits;
+        }
+        let bits = self.default_hooks.get(&ty).copied().unwrap_or(0);
+        self.last_hooks = Some((ty, bits));
+        bits
+    }
+
+    /// Notes that actor type `ty`'s hook `bit` is the trait's default.
+    pub(crate) fn hook_is_default(&mut self, ty: TypeId, bit: u8) {
+        let bits = self.default_hooks.entry(ty).or_insert(0);
+        *bits |= bit;
+        self.last_hooks = Some((ty, *bits));
     }
 }
 

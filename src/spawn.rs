@@ -74,8 +74,11 @@ pub(crate) fn spawn_once<A: Actor>(
 /// `parent` if it is the same (the usual case, inherited), else a new one.
 fn shared_registry(core: &Core, parent: Option<&ParentLink>, registry: Address) -> Rc<Address> {
     let parents = parent
-        .filter(|p| p.address.locality_id() == core.id())
-        .and_then(|p| core.routes.address(p.address.key()))
+        .and_then(|p| match *p {
+            ParentLink::Local { key, .. } => Some(key),
+            ParentLink::Remote(_) => None,
+        })
+        .and_then(|key| core.routes.address(key))
         .and_then(|slot| core.actors.get(slot.owner))
         .and_then(|cell| {
             let kept = cell.supervisor.as_ref().and_then(|s| s.registry.as_ref());
@@ -183,7 +186,7 @@ fn spawn_from<A: Actor>(
     });
     let address = made.expect("made by add_address");
     tracing::debug!(actor = %address, "spawned");
-    start_lifecycle(core, me, &address);
+    start_lifecycle(core, &address);
     if let Some(flag) = flag {
         crate::supervisor::flag::arm(core, me, flag);
     }
@@ -206,24 +209,25 @@ fn spawn_from<A: Actor>(
     Ok(address)
 }
 
-/// `Init` for a freshly spawned actor (`actor`, at its main `address`):
-/// two keys, a small queue entry per spawn.
+/// `Init` for a freshly spawned actor, at its main `address`: one key, a
+/// small queue entry per spawn (two words; its owner is looked up, as a
+/// framework message's is).
 struct InitEnvelope {
-    actor: Key,
     address: Key,
 }
 
 impl Envelope<Core> for InitEnvelope {
     fn deliver(self, core: &mut Core) {
         crate::inspect::step(core, "Init", None, None, self.address);
-        lifecycle::on_init(core, self.actor);
+        if let Some(actor) = core.routes.address(self.address).map(|info| info.owner) {
+            lifecycle::on_init(core, actor);
+        }
     }
 }
 
-/// Queues `Init` for the freshly spawned actor `actor` (at `address`).
-fn start_lifecycle(core: &mut Core, actor: Key, address: &Address) {
+/// Queues `Init` for the freshly spawned actor at `address`.
+fn start_lifecycle(core: &mut Core, address: &Address) {
     core.enqueue(InitEnvelope {
-        actor,
         address: address.key(),
     });
 }
@@ -412,10 +416,7 @@ impl Remote for SpawnRequest {
         if foreign {
             core.anchor();
         }
-        let link = ParentLink {
-            address: parent.clone(),
-            slot,
-        };
+        let link = ParentLink::new(core, &parent, slot);
         // The factory is user code: a panic there is a failed spawn.
         let at = reserved.0.clone();
         let result = match catch_unwind(AssertUnwindSafe(|| make(core, link, at))) {

@@ -9,7 +9,7 @@
 //! protocol works between localities; between a leaf and its supervisor on
 //! one locality, four of them are direct calls (`supervisor::local`).
 
-use crate::actor::{ActorCell, ActorState, Hook, call_hook};
+use crate::actor::{ActorCell, ActorState, Hook, ParentLink, call_hook};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -345,18 +345,10 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
     if supervisor::local::confirm_init(core, me) {
         return;
     }
-    let Some(cell) = core.actors.get(me) else {
+    let Some(child) = core.actors.get(me).map(|cell| ChildId::of(&cell.address)) else {
         return;
     };
-    let Some(parent) = &cell.parent else {
-        return;
-    };
-    let (to, slot, child) = (
-        parent.address.clone(),
-        parent.slot,
-        ChildId::of(&cell.address),
-    );
-    core.send_system(&to, SystemMsg::InitConfirm { slot, child });
+    ParentLink::send_of(core, me, |slot| SystemMsg::InitConfirm { slot, child });
 }
 
 /// Init failed: the actor shuts down with the failure as its reason, and its
