@@ -192,6 +192,9 @@ impl Hook {
             Hook::ShutdownFinish => 64,
         }
     }
+
+    /// The hooks that user plugins and names to register go with.
+    pub(crate) const WITH_EXTRAS: u8 = 4 | 32;
 }
 
 /// Which votes to count.
@@ -520,6 +523,10 @@ pub(crate) struct ActorCell {
     /// What few actors use, made on first use.
     pub(crate) rare: Option<Box<Rare>>,
     pub(crate) state: ActorState,
+    /// The lifecycle hooks known to be the trait's defaults (low byte:
+    /// not called) and known to run (high byte), `Hook::bit`s; filled from
+    /// the type's record (`TypeNames::hooks`) by `call_hook`.
+    pub(crate) hooks: u16,
 }
 
 /// The per-actor state that few actors need: kept out of the cell, so that
@@ -654,21 +661,56 @@ pub(crate) fn guarded<R>(core: &Core, me: Key, f: impl FnOnce() -> R) -> Result<
 /// hook's first call for the type: the default says so). Plugins and
 /// names to register go with `init_start` and `shutdown_start`: an actor
 /// with either is called anyway.
+///
+/// The cell keeps what its type's hooks are known to be
+/// (`ActorCell::hooks`), so that a hook known either way costs no lookup
+/// of the type.
+#[inline]
 pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
-    let Some(cell) = core.actors.get(me) else {
+    if core
+        .actors
+        .get(me)
+        .is_some_and(|cell| cell.hooks & u16::from(hook.bit()) == 0)
+    {
+        call_hook_slow(core, me, hook);
+    }
+}
+
+/// [`call_hook`] for a hook not known to be a default.
+#[inline(never)]
+fn call_hook_slow(core: &mut Core, me: Key, hook: Hook) {
+    let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let (ty, bit) = (cell.actor.actor_type(), hook.bit());
-    if core.type_names.default_hooks(ty) & bit != 0
-        && (!matches!(hook, Hook::InitStart | Hook::ShutdownStart) || !cell.actor.has_extras())
-    {
-        return;
+    let bit = hook.bit();
+    let mut hooks = cell.hooks;
+    if (hooks | hooks >> 8) & u16::from(bit) == 0 {
+        // Not known to this cell: ask the type.
+        hooks = core.type_names.hooks(cell.actor.actor_type());
+        if hooks & u16::from(Hook::WITH_EXTRAS) != 0 && cell.actor.has_extras() {
+            // Plugins or names to register go with these hooks: they run.
+            hooks = hooks & !u16::from(Hook::WITH_EXTRAS) | u16::from(Hook::WITH_EXTRAS) << 8;
+        }
+        cell.hooks = hooks;
     }
+    if hooks & u16::from(bit) == 0 {
+        run_hook(core, me, hook);
+    }
+}
+
+/// Calls the hook (`call_hook`), learning what it is on its type's first call.
+fn run_hook(core: &mut Core, me: Key, hook: Hook) {
+    let bit = hook.bit();
+    let Some(ty) = core.actors.get(me).map(|c| c.actor.actor_type()) else {
+        return;
+    };
     core.default_hook &= !bit;
-    with_object(core, me, |object, core| object.hook(hook, core, me));
-    if core.default_hook & bit != 0 {
-        core.default_hook &= !bit;
-        core.type_names.hook_is_default(ty, bit);
+    let ran = with_object(core, me, |object, core| object.hook(hook, core, me));
+    let default = core.default_hook & bit != 0;
+    core.default_hook &= !bit;
+    // Overridden only if it ran to its end without saying it is the default.
+    if default || matches!(ran, Some(Ok(()))) {
+        core.type_names.learn_hook(ty, bit, default);
     }
 }
 

@@ -389,6 +389,12 @@ impl<'a, A: Actor> Builder<'a, A> {
     /// [`ErrorCode::InvalidArgument`] for a restart policy without a factory, or
     /// supervision settings on a root (it has no supervisor).
     pub fn finish(self) -> Result<Address> {
+        if let Parent::Local(parent) = self.parent
+            && self.is_plain()
+            && let Source::Value(actor) = self.target.source
+        {
+            return finish_plain(self.core, parent, actor);
+        }
         let has_factory = matches!(self.target.source, Source::Factory(_));
         let Prepared {
             core,
@@ -501,6 +507,51 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
         add_child(core, parent, slot, None, supervision, respawn);
         Ok(pending)
     }
+}
+
+impl<A: Actor> Builder<'_, A> {
+    /// `true` if nothing was set but the actor: no name, timeouts,
+    /// supervisor config, registry, names, supervision or plugins.
+    fn is_plain(&self) -> bool {
+        self.name.is_none()
+            && self.config == ActorConfig::default()
+            && self.supervisor.is_none()
+            && self.registry.is_none()
+            && self.register_as.is_empty()
+            && self.target.plugins.is_empty()
+            && !self.supervision.is_set()
+    }
+}
+
+/// [`Builder::finish`] for a plain child (`Builder::is_plain`) of the
+/// supervisor at `parent`: the same steps, without the settings to check
+/// and carry.
+fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> Result<Address> {
+    let inherited = check_parent(core, parent)?;
+    let (sup_address, slot) = local_slot(core, parent);
+    let link = match u32::try_from(slot) {
+        Ok(slot) => ParentLink::Local {
+            key: sup_address.key(),
+            slot,
+        },
+        Err(_) => ParentLink::new(core, sup_address, slot),
+    };
+    let settings = Settings {
+        name: None,
+        config: ActorConfig::default(),
+        supervisor: None,
+        registry: inherited,
+        explicit_registry: false,
+        register_as: Vec::new(),
+    };
+    let spec = Spec {
+        settings,
+        plugins: Vec::new(),
+    };
+    let address = spawn_once(core, Some(link), spec, actor)?;
+    let supervision = SupervisionConfig::default();
+    add_child(core, parent, slot, Some(address.clone()), supervision, None);
+    Ok(address)
 }
 
 /// A spec owned, or shared with a respawner.

@@ -115,12 +115,13 @@ impl Names {
 #[derive(Default)]
 pub(crate) struct TypeNames {
     ids: HashMap<TypeId, NameId, BuildHasherDefault<TypeIdHasher>>,
-    /// The lifecycle hooks each actor type leaves to the trait's default
-    /// (`Hook::bit`s), found on their first call: not called again.
-    default_hooks: HashMap<TypeId, u8, BuildHasherDefault<TypeIdHasher>>,
-    /// The last type asked about in `default_hooks`, and its bits: the
-    /// hooks of one type's actors usually run one after the other.
-    last_hooks: Option<(TypeId, u8)>,
+    /// What each actor type's lifecycle hooks are, found on their first
+    /// call (`Hook::bit`s): the low byte has those left to the trait's
+    /// default (not called again), the high byte those it overrides.
+    hooks: HashMap<TypeId, u16, BuildHasherDefault<TypeIdHasher>>,
+    /// The last type asked about in `hooks`, and its bits: the hooks of
+    /// one type's actors usually run one after the other.
+    last_hooks: Option<(TypeId, u16)>,
 }
 
 impl TypeNames {
@@ -140,23 +141,27 @@ impl TypeNames {
         Some(id)
     }
 
-    /// The hooks of actor type `ty` known to be the trait's defaults.
-    #[inline]
-    pub(crate) fn default_hooks(&mut self, ty: TypeId) -> u8 {
+    /// The hooks of actor type `ty` known to be the trait's defaults (low
+    /// byte) and known to be overridden (high byte).
+    pub(crate) fn hooks(&mut self, ty: TypeId) -> u16 {
         if let Some((last, bits)) = self.last_hooks
             && last == ty
         {
             return bits;
         }
-        let bits = self.default_hooks.get(&ty).copied().unwrap_or(0);
+        let bits = self.hooks.get(&ty).copied().unwrap_or(0);
         self.last_hooks = Some((ty, bits));
         bits
     }
 
-    /// Notes that actor type `ty`'s hook `bit` is the trait's default.
-    pub(crate) fn hook_is_default(&mut self, ty: TypeId, bit: u8) {
-        let bits = self.default_hooks.entry(ty).or_insert(0);
-        *bits |= bit;
+    /// Notes what actor type `ty`'s hook `bit` is: the trait's default, or
+    /// overridden.
+    pub(crate) fn learn_hook(&mut self, ty: TypeId, bit: u8, default: bool) {
+        let bits = self.hooks.entry(ty).or_insert(0);
+        *bits |= match default {
+            true => u16::from(bit),
+            false => u16::from(bit) << 8,
+        };
         self.last_hooks = Some((ty, *bits));
     }
 }

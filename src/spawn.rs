@@ -182,6 +182,7 @@ fn spawn_from<A: Actor>(
             registry,
             rare,
             state: ActorState::New,
+            hooks: 0,
         }
     });
     let address = made.expect("made by add_address");
