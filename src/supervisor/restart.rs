@@ -237,7 +237,9 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
     }
     if my_state == ActorState::ShuttingDown {
         sup.children.remove(slot);
-        sup.supervised.remove(&slot);
+        if !sup.supervised.is_empty() {
+            sup.supervised.remove(&slot);
+        }
         // With children left, the votes would say `Pending` (the child
         // manager's), unless a user plugin is to be asked again first.
         if sup.children.is_empty() || cell.actor.has_plugins() {
@@ -254,7 +256,9 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
         && init_policy == InitFailurePolicy::ShutdownSupervisor
     {
         sup.children.remove(slot);
-        sup.supervised.remove(&slot);
+        if !sup.supervised.is_empty() {
+            sup.supervised.remove(&slot);
+        }
         // Still counted as initializing: the shutdown asked for below comes
         // back as a message, and meanwhile this supervisor must not finish
         // its own init with the child missing (its shutdown recounts).
@@ -283,7 +287,10 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
         }
         Decision::GiveUp(limit) => {
             sup.children.remove(slot);
-            let supervision = sup.supervised.remove(&slot);
+            let supervision = match sup.supervised.is_empty() {
+                true => None,
+                false => sup.supervised.remove(&slot),
+            };
             let childless = sup.config.shutdown_when_childless && sup.is_childless();
             let escalate = supervision.as_ref().is_some_and(|s| s.config.escalate);
             let autoshutdown = supervision.as_ref().is_some_and(|s| s.config.autoshutdown);
