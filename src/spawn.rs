@@ -186,7 +186,9 @@ fn spawn_from<A: Actor>(
         }
     });
     let address = made.expect("made by add_address");
-    tracing::debug!(actor = %address, "spawned");
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        log_spawned(&address);
+    }
     start_lifecycle(core, &address);
     if let Some(flag) = flag {
         crate::supervisor::flag::arm(core, me, flag);
@@ -208,6 +210,13 @@ fn spawn_from<A: Actor>(
         }
     }
     Ok(address)
+}
+
+/// The debug line of a spawn (out of line: it is seldom enabled).
+#[cold]
+#[inline(never)]
+fn log_spawned(address: &Address) {
+    tracing::debug!(actor = %address, "spawned");
 }
 
 /// `Init` for a freshly spawned actor, at its main `address`: one key, a

@@ -98,6 +98,13 @@ pub(crate) fn try_shutdown(core: &mut Core, me: Key) {
     }
 }
 
+/// The debug line of an actor gone (out of line: it is seldom enabled).
+#[cold]
+#[inline(never)]
+fn log_down(address: &crate::address::Address, reason: &Error) {
+    tracing::debug!(actor = %address, reason = reason.as_dyn_error(), "shut down");
+}
+
 fn finish_shutdown(core: &mut Core, me: Key) {
     // As in rotor, `shutdown_finish` sees SHUT_DOWN.
     if let Some(cell) = core.actors.get_mut(me) {
@@ -148,7 +155,9 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     let actor = &cell.actor;
     let restart =
         crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false);
-    tracing::debug!(actor = %cell.address, reason = reason.as_dyn_error(), "shut down");
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        log_down(&cell.address, &reason);
+    }
     let (parent, child, leaf) = (
         cell.parent.take(),
         ChildId::of(&cell.address),

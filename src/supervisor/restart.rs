@@ -228,8 +228,9 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
     if !sup.held.is_empty() {
         sup.held.remove(&slot);
     }
-    let child = ChildLabel(record.address.as_ref());
-    tracing::debug!(supervisor = %my_address, %child, reason = reason.as_dyn_error(), "child down");
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        log_child_down(my_address, &ChildLabel(record.address.as_ref()), &reason);
+    }
     let failed_init = record.initializing;
     if failed_init {
         record.initializing = false;
@@ -341,6 +342,13 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
             }
         }
     }
+}
+
+/// The debug line of a child down (out of line: it is seldom enabled).
+#[cold]
+#[inline(never)]
+fn log_child_down(supervisor: &Address, child: &ChildLabel<&Address>, reason: &Error) {
+    tracing::debug!(%supervisor, %child, reason = reason.as_dyn_error(), "child down");
 }
 
 /// A supervisor lets a failed child go for good: said at `WARN`, shown by
