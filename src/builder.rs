@@ -433,14 +433,8 @@ impl<'a, A: Actor> Builder<'a, A> {
             Err(_) => ParentLink::new(core, address, slot),
         };
         let address = spec.spawn(core, Some(link), actor)?;
-        add_child(
-            core,
-            parent,
-            slot,
-            Some(address.clone()),
-            supervision,
-            respawn,
-        );
+        let supervision = supervised(supervision, respawn);
+        add_child(core, parent, slot, Some(address.clone()), supervision);
         Ok(address)
     }
 }
@@ -504,7 +498,8 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
                 .map(|_| None)
             }) as Respawn
         });
-        add_child(core, parent, slot, None, supervision, respawn);
+        let supervision = supervised(supervision, respawn);
+        add_child(core, parent, slot, None, supervision);
         Ok(pending)
     }
 }
@@ -549,8 +544,7 @@ fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> Result<Addr
         plugins: Vec::new(),
     };
     let address = spawn_once(core, Some(link), spec, actor)?;
-    let supervision = SupervisionConfig::default();
-    add_child(core, parent, slot, Some(address.clone()), supervision, None);
+    add_child(core, parent, slot, Some(address.clone()), None);
     Ok(address)
 }
 
@@ -595,8 +589,7 @@ fn add_child(
     parent: Key,
     slot: usize,
     address: Option<Address>,
-    supervision: SupervisionConfig,
-    respawn: Option<Respawn>,
+    supervision: Option<Supervision>,
 ) {
     let record = ChildRecord {
         address,
@@ -604,8 +597,7 @@ fn add_child(
         initializing: true,
     };
     let sup = crate::supervisor::sup_mut(core, parent).expect("checked by prepare");
-    if supervision.is_set() {
-        let supervision = Supervision::new(supervision, respawn);
+    if let Some(supervision) = supervision {
         sup.supervised.insert(slot, supervision);
     }
     let inserted = sup.children.insert(record);
@@ -614,6 +606,13 @@ fn add_child(
         "nothing else was added to the supervisor meanwhile"
     );
     sup.initializing += 1;
+}
+
+/// A child's supervision, if its settings are not the default ones.
+fn supervised(config: SupervisionConfig, respawn: Option<Respawn>) -> Option<Supervision> {
+    config
+        .is_set()
+        .then(|| Supervision::new(config, respawn))
 }
 
 /// Checks that the actor at `key` may take a child now; returns the

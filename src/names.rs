@@ -115,6 +115,8 @@ impl Names {
 #[derive(Default)]
 pub(crate) struct TypeNames {
     ids: HashMap<TypeId, NameId, BuildHasherDefault<TypeIdHasher>>,
+    /// The last type looked up in `ids`: a spawn loop makes one type.
+    last_id: Option<(TypeId, NameId)>,
     /// What each actor type's lifecycle hooks are, found on their first
     /// call (`Hook::bit`s): the low byte has those left to the trait's
     /// default (not called again), the high byte those it overrides.
@@ -133,11 +135,20 @@ impl TypeNames {
         ty: TypeId,
         make: impl FnOnce() -> Cow<'static, str>,
     ) -> Option<NameId> {
-        if let Some(&id) = self.ids.get(&ty) {
+        if let Some((last, id)) = self.last_id
+            && last == ty
+        {
             return Some(id);
         }
-        let id = names.intern_type(ty, make)?;
-        self.ids.insert(ty, id);
+        let id = match self.ids.get(&ty) {
+            Some(&id) => id,
+            None => {
+                let id = names.intern_type(ty, make)?;
+                self.ids.insert(ty, id);
+                id
+            }
+        };
+        self.last_id = Some((ty, id));
         Some(id)
     }
 
