@@ -610,9 +610,7 @@ fn add_child(
 
 /// A child's supervision, if its settings are not the default ones.
 fn supervised(config: SupervisionConfig, respawn: Option<Respawn>) -> Option<Supervision> {
-    config
-        .is_set()
-        .then(|| Supervision::new(config, respawn))
+    config.is_set().then(|| Supervision::new(config, respawn))
 }
 
 /// Checks that the actor at `key` may take a child now; returns the

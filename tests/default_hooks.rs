@@ -3,9 +3,7 @@
 //! what runs with the hook (user plugins, names to register) and every
 //! hook the type overrides still run, for every instance, in order.
 
-use commutator::{
-    Actor, Context, Locality, Plugin, Supervisor, SupervisorConfig, Vote,
-};
+use commutator::{Actor, Context, Locality, Plugin, Supervisor, SupervisorConfig, Vote};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;

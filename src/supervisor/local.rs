@@ -46,8 +46,10 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
     let Some(cell) = core.actors.get(me) else {
         return false;
     };
-    let Some(&ParentLink::Local { key: sup_address, slot }) =
-        cell.parent.as_ref().filter(|_| idle_leaf(cell))
+    let Some(&ParentLink::Local {
+        key: sup_address,
+        slot,
+    }) = cell.parent.as_ref().filter(|_| idle_leaf(cell))
     else {
         return false;
     };
@@ -168,7 +170,11 @@ pub(crate) fn report_down(
     if !core.queue.is_empty() {
         return Err(reason);
     }
-    let &ParentLink::Local { key: sup_address, slot } = parent else {
+    let &ParentLink::Local {
+        key: sup_address,
+        slot,
+    } = parent
+    else {
         return Err(reason);
     };
     let slot = slot as usize;
@@ -191,13 +197,7 @@ pub(crate) fn report_down(
     }
     let code = reason.code();
     let child_key = child.local_key(core.id());
-    crate::inspect::step(
-        core,
-        "ChildDown",
-        Some(code),
-        child_key,
-        sup_address,
-    );
+    crate::inspect::step(core, "ChildDown", Some(code), child_key, sup_address);
     restart::child_gone(core, sup_key, slot, reason, restart);
     Ok(())
 }
