@@ -433,7 +433,7 @@ impl ParentLink {
     /// The link to the supervisor at `address`, for a child on `core`'s locality.
     pub(crate) fn new(core: &Core, address: &Address, slot: usize) -> ParentLink {
         match u32::try_from(slot) {
-            Ok(slot) if address.is_of(&core.shared) => ParentLink::Local {
+            Ok(slot) if slot < u32::MAX && address.is_of(&core.shared) => ParentLink::Local {
                 key: address.key(),
                 slot,
             },
@@ -456,22 +456,6 @@ impl ParentLink {
         matches!(self, ParentLink::Local { .. })
     }
 
-    /// The supervisor's address (`None` if a local one is gone).
-    pub(crate) fn address<'c>(&'c self, core: &'c Core) -> Option<&'c Address> {
-        match self {
-            ParentLink::Local { key, .. } => core.routes.address(*key).map(|info| &info.address),
-            ParentLink::Remote(remote) => Some(&remote.0),
-        }
-    }
-
-    /// The supervisor's address, if it lives elsewhere.
-    pub(crate) fn remote(&self) -> Option<&Address> {
-        match self {
-            ParentLink::Local { .. } => None,
-            ParentLink::Remote(remote) => Some(&remote.0),
-        }
-    }
-
     /// Sends framework traffic to the supervisor (`core.send_system`).
     pub(crate) fn send(&self, core: &mut Core, msg: lifecycle::SystemMsg) -> bool {
         match self {
@@ -491,21 +475,38 @@ impl ParentLink {
         me: Key,
         msg: impl FnOnce(usize) -> lifecycle::SystemMsg,
     ) -> bool {
-        let Some(parent) = core.actors.get(me).and_then(|c| c.parent.as_ref()) else {
+        let Some(parent) = core.actors.get(me).and_then(ActorCell::parent) else {
             return false;
         };
         match parent {
-            &ParentLink::Local { key, slot } => {
-                let msg = msg(slot as usize);
+            Parent::Local { key, slot } => {
+                let msg = msg(slot);
                 core.enqueue(lifecycle::SysEnvelope { dest: key, msg });
                 true
             }
-            ParentLink::Remote(remote) => {
-                let (to, slot) = (remote.0.clone(), remote.1);
+            Parent::Remote(to, slot) => {
+                let to = to.clone();
                 core.send_system(&to, msg(slot))
             }
         }
     }
+}
+
+/// A parent link as a cell keeps it (12 bytes): the routing key of a
+/// local supervisor's address and the slot (plus one, so that an
+/// `Option` of it needs no more room); a supervisor elsewhere is
+/// `Key::REMOTE`, its link in `Rare::far_parent`.
+#[derive(Clone, Copy)]
+pub(crate) struct CellParent {
+    key: Key,
+    slot: std::num::NonZeroU32,
+}
+
+/// A cell's parent link, borrowed.
+#[derive(Clone, Copy)]
+pub(crate) enum Parent<'c> {
+    Local { key: Key, slot: usize },
+    Remote(&'c Address, usize),
 }
 
 /// What a locality keeps for one actor.
@@ -513,7 +514,8 @@ pub(crate) struct ActorCell {
     /// The actor (shared with its handlers).
     pub(crate) actor: Rc<dyn ActorObject>,
     pub(crate) address: Address,
-    pub(crate) parent: Option<ParentLink>,
+    /// Its supervisor (`None` for a root); see [`ActorCell::parent`].
+    pub(crate) parent: Option<CellParent>,
     pub(crate) supervisor: Option<Box<SupervisorState>>,
     /// Why the actor is shutting down.
     pub(crate) reason: Option<Error>,
@@ -549,9 +551,66 @@ pub(crate) struct Rare {
     pub(crate) init_failure: Option<Error>,
     /// State of the built-in plugins.
     pub(crate) plugins: PluginState,
+    /// The link to a supervisor on another locality (`CellParent`).
+    pub(crate) far_parent: Option<Box<(Address, usize)>>,
 }
 
 impl ActorCell {
+    /// The cell's parent field for `link`, and the far link to keep in
+    /// `Rare::far_parent`, if it is one.
+    #[inline]
+    pub(crate) fn split_parent(
+        link: Option<ParentLink>,
+    ) -> (Option<CellParent>, Option<Box<(Address, usize)>>) {
+        match link {
+            None => (None, None),
+            Some(ParentLink::Local { key, slot }) => {
+                // A local link's slot is below `u32::MAX` (`ParentLink::new`).
+                let slot = std::num::NonZeroU32::MIN.saturating_add(slot);
+                (Some(CellParent { key, slot }), None)
+            }
+            Some(ParentLink::Remote(far)) => {
+                let slot = std::num::NonZeroU32::MIN;
+                (
+                    Some(CellParent {
+                        key: Key::REMOTE,
+                        slot,
+                    }),
+                    Some(far),
+                )
+            }
+        }
+    }
+
+    /// The actor's supervisor, `None` for a root.
+    #[inline]
+    pub(crate) fn parent(&self) -> Option<Parent<'_>> {
+        let parent = self.parent?;
+        if parent.key != Key::REMOTE {
+            let slot = parent.slot.get() as usize - 1;
+            return Some(Parent::Local {
+                key: parent.key,
+                slot,
+            });
+        }
+        let far = self.rare.as_deref()?.far_parent.as_deref()?;
+        Some(Parent::Remote(&far.0, far.1))
+    }
+
+    /// Takes the parent link out (the actor is gone).
+    pub(crate) fn take_parent(&mut self) -> Option<ParentLink> {
+        let parent = self.parent.take()?;
+        if parent.key != Key::REMOTE {
+            let slot = parent.slot.get() - 1;
+            return Some(ParentLink::Local {
+                key: parent.key,
+                slot,
+            });
+        }
+        let far = self.rare.as_deref_mut()?.far_parent.take()?;
+        Some(ParentLink::Remote(far))
+    }
+
     /// The rare part, made on first use.
     pub(crate) fn rare(&mut self) -> &mut Rare {
         self.rare.get_or_insert_with(Box::default)

@@ -425,13 +425,7 @@ impl<'a, A: Actor> Builder<'a, A> {
             return spec.spawn(core, None, actor);
         };
         let (address, slot) = local_slot(core, parent);
-        let link = match u32::try_from(slot) {
-            Ok(slot) => ParentLink::Local {
-                key: address.key(),
-                slot,
-            },
-            Err(_) => ParentLink::new(core, address, slot),
-        };
+        let link = ParentLink::new(core, address, slot);
         let address = spec.spawn(core, Some(link), actor)?;
         let supervision = supervised(supervision, respawn);
         add_child(core, parent, slot, Some(address.clone()), supervision);
@@ -525,11 +519,11 @@ fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> Result<Addr
     let inherited = check_parent(core, parent)?;
     let (sup_address, slot) = local_slot(core, parent);
     let link = match u32::try_from(slot) {
-        Ok(slot) => ParentLink::Local {
+        Ok(slot) if slot < u32::MAX => ParentLink::Local {
             key: sup_address.key(),
             slot,
         },
-        Err(_) => ParentLink::new(core, sup_address, slot),
+        _ => ParentLink::new(core, sup_address, slot),
     };
     let settings = Settings {
         name: None,

@@ -128,13 +128,15 @@ fn spawn_from<A: Actor>(
         Some(_) => 0, // the reserved address has its number
         None => core.next_seq(),
     };
-    let rare = (config != ActorConfig::default()).then(|| {
+    let registry = registry.map(|r| shared_registry(core, parent.as_ref(), r));
+    let (parent, far_parent) = ActorCell::split_parent(parent);
+    let rare = (config != ActorConfig::default() || far_parent.is_some()).then(|| {
         Box::new(Rare {
             config,
+            far_parent,
             ..Rare::default()
         })
     });
-    let registry = registry.map(|r| shared_registry(core, parent.as_ref(), r));
     let with_registry = supervisor.as_ref().is_some_and(|c| c.registry);
     let flag = supervisor.as_ref().and_then(|c| c.shutdown_flag.clone());
     let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(*c)));

@@ -257,7 +257,12 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// The supervisor's address, or `None` for a root.
     pub fn supervisor(&self) -> Option<&Address> {
-        self.cell().parent.as_ref()?.address(self.core)
+        match self.cell().parent()? {
+            crate::actor::Parent::Local { key, .. } => {
+                self.core.routes.address(key).map(|info| &info.address)
+            }
+            crate::actor::Parent::Remote(address, _) => Some(address),
+        }
     }
 }
 

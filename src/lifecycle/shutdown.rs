@@ -159,7 +159,7 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         log_down(&cell.address, &reason);
     }
     let (parent, child, leaf) = (
-        cell.parent.take(),
+        cell.take_parent(),
         ChildId::of(&cell.address),
         cell.supervisor.is_none(),
     );

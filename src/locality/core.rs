@@ -397,11 +397,9 @@ impl Core {
     pub(super) fn abandon(&mut self, error: &Error) {
         let mut notes = Vec::new();
         for cell in self.actors.values() {
-            if let Some(parent) = cell.parent.as_ref()
-                && let Some(address) = parent.remote()
-            {
+            if let Some(crate::actor::Parent::Remote(address, slot)) = cell.parent() {
                 let down = lifecycle::SystemMsg::ChildDown {
-                    slot: parent.slot(),
+                    slot,
                     child: crate::supervisor::ChildId::of(&cell.address),
                     reason: error.clone(),
                     restart: false,
@@ -526,12 +524,12 @@ mod sizes {
     #[test]
     fn per_actor_records_stay_small() {
         assert!(
-            size_of::<crate::actor::ActorCell>() <= 104,
+            size_of::<crate::actor::ActorCell>() <= 96,
             "{}",
             size_of::<crate::actor::ActorCell>()
         );
         // A local parent link is a key, not an address.
-        assert!(size_of::<Option<crate::actor::ParentLink>>() <= 16);
+        assert!(size_of::<Option<crate::actor::CellParent>>() <= 12);
         // A supervisor's record of each child (its supervision apart),
         // in a slab entry (`slab` puts its tag in the record's niche).
         assert!(

@@ -94,8 +94,8 @@ fn outlived_by(core: &Core, me: Key, server: &Address) -> Option<&'static str> {
     if actor == me {
         return Some("an actor cannot link to itself");
     }
-    while let Some(parent) = core.actors.get(actor)?.parent.as_ref() {
-        let crate::actor::ParentLink::Local { key, .. } = *parent else {
+    while let Some(parent) = core.actors.get(actor)?.parent() {
+        let crate::actor::Parent::Local { key, .. } = parent else {
             return None;
         };
         actor = core.routes.address(key)?.owner;

@@ -24,7 +24,7 @@
 //! call never runs the code of an actor whose hook or handler is running
 //! (its cell is borrowed): then the message goes as before.
 
-use crate::actor::{ActorCell, ActorState, Notice, ParentLink};
+use crate::actor::{ActorCell, ActorState, Notice, Parent, ParentLink};
 use crate::arena::Key;
 use crate::error::Error;
 use crate::lifecycle;
@@ -46,14 +46,13 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
     let Some(cell) = core.actors.get(me) else {
         return false;
     };
-    let Some(&ParentLink::Local {
+    let Some(Parent::Local {
         key: sup_address,
         slot,
-    }) = cell.parent.as_ref().filter(|_| idle_leaf(cell))
+    }) = cell.parent().filter(|_| idle_leaf(cell))
     else {
         return false;
     };
-    let slot = slot as usize;
     // The supervisor's record of this child holds a clone of its address:
     // the same key on the same locality.
     let mine = (cell.address.key(), cell.address.locality_id());
