@@ -20,6 +20,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 use std::time::Duration;
 
+mod hooks;
+mod parent;
+
+pub(crate) use hooks::call_hook;
+pub(crate) use parent::{CellParent, Parent, ParentLink};
+
 /// User code that runs inside a supervisor, one message at a time.
 ///
 /// Every method has a default, so `impl Actor for T {}` is a complete actor.
@@ -177,24 +183,6 @@ pub(crate) enum Hook {
     OnStart,
     ShutdownStart,
     ShutdownFinish,
-}
-
-impl Hook {
-    /// The hook's bit in `Core::default_hook` and in the per-type record of
-    /// default hooks (`TypeNames::default_hooks`); the supervisor hooks
-    /// have bits 0 and 1 (`HOOK_INIT`, `HOOK_SHUTDOWN`).
-    pub(crate) const fn bit(self) -> u8 {
-        match self {
-            Hook::InitStart => 4,
-            Hook::InitFinish => 8,
-            Hook::OnStart => 16,
-            Hook::ShutdownStart => 32,
-            Hook::ShutdownFinish => 64,
-        }
-    }
-
-    /// The hooks that user plugins and names to register go with.
-    pub(crate) const WITH_EXTRAS: u8 = 4 | 32;
 }
 
 /// Which votes to count.
@@ -420,95 +408,6 @@ where
     }
 }
 
-/// The supervisor of an actor, and the actor's slot among its children:
-/// for a supervisor on this locality, the routing key of its main address
-/// (16 bytes, no copy of the address and no reference count); for one
-/// elsewhere, its address, boxed.
-pub(crate) enum ParentLink {
-    Local { key: Key, slot: u32 },
-    Remote(Box<(Address, usize)>),
-}
-
-impl ParentLink {
-    /// The link to the supervisor at `address`, for a child on `core`'s locality.
-    pub(crate) fn new(core: &Core, address: &Address, slot: usize) -> ParentLink {
-        match u32::try_from(slot) {
-            Ok(slot) if slot < u32::MAX && address.is_of(&core.shared) => ParentLink::Local {
-                key: address.key(),
-                slot,
-            },
-            _ => ParentLink::Remote(Box::new((address.clone(), slot))),
-        }
-    }
-
-    /// The child's slot among the supervisor's children.
-    #[inline]
-    pub(crate) fn slot(&self) -> usize {
-        match self {
-            ParentLink::Local { slot, .. } => *slot as usize,
-            ParentLink::Remote(remote) => remote.1,
-        }
-    }
-
-    /// `true` if the supervisor lives on the child's locality.
-    #[inline]
-    pub(crate) fn is_local(&self) -> bool {
-        matches!(self, ParentLink::Local { .. })
-    }
-
-    /// Sends framework traffic to the supervisor (`core.send_system`).
-    pub(crate) fn send(&self, core: &mut Core, msg: lifecycle::SystemMsg) -> bool {
-        match self {
-            ParentLink::Local { key, .. } => {
-                core.enqueue(lifecycle::SysEnvelope { dest: *key, msg });
-                true
-            }
-            ParentLink::Remote(remote) => core.send_system(&remote.0, msg),
-        }
-    }
-
-    /// Sends framework traffic to the supervisor of actor `me`; `msg`
-    /// gets the child's slot. `false` if it has none (a root), or its
-    /// locality has finished.
-    pub(crate) fn send_of(
-        core: &mut Core,
-        me: Key,
-        msg: impl FnOnce(usize) -> lifecycle::SystemMsg,
-    ) -> bool {
-        let Some(parent) = core.actors.get(me).and_then(ActorCell::parent) else {
-            return false;
-        };
-        match parent {
-            Parent::Local { key, slot } => {
-                let msg = msg(slot);
-                core.enqueue(lifecycle::SysEnvelope { dest: key, msg });
-                true
-            }
-            Parent::Remote(to, slot) => {
-                let to = to.clone();
-                core.send_system(&to, msg(slot))
-            }
-        }
-    }
-}
-
-/// A parent link as a cell keeps it (12 bytes): the routing key of a
-/// local supervisor's address and the slot (plus one, so that an
-/// `Option` of it needs no more room); a supervisor elsewhere is
-/// `Key::REMOTE`, its link in `Rare::far_parent`.
-#[derive(Clone, Copy)]
-pub(crate) struct CellParent {
-    key: Key,
-    slot: std::num::NonZeroU32,
-}
-
-/// A cell's parent link, borrowed.
-#[derive(Clone, Copy)]
-pub(crate) enum Parent<'c> {
-    Local { key: Key, slot: usize },
-    Remote(&'c Address, usize),
-}
-
 /// What a locality keeps for one actor.
 pub(crate) struct ActorCell {
     /// The actor (shared with its handlers).
@@ -556,61 +455,6 @@ pub(crate) struct Rare {
 }
 
 impl ActorCell {
-    /// The cell's parent field for `link`, and the far link to keep in
-    /// `Rare::far_parent`, if it is one.
-    #[inline]
-    pub(crate) fn split_parent(
-        link: Option<ParentLink>,
-    ) -> (Option<CellParent>, Option<Box<(Address, usize)>>) {
-        match link {
-            None => (None, None),
-            Some(ParentLink::Local { key, slot }) => {
-                // A local link's slot is below `u32::MAX` (`ParentLink::new`).
-                let slot = std::num::NonZeroU32::MIN.saturating_add(slot);
-                (Some(CellParent { key, slot }), None)
-            }
-            Some(ParentLink::Remote(far)) => {
-                let slot = std::num::NonZeroU32::MIN;
-                (
-                    Some(CellParent {
-                        key: Key::REMOTE,
-                        slot,
-                    }),
-                    Some(far),
-                )
-            }
-        }
-    }
-
-    /// The actor's supervisor, `None` for a root.
-    #[inline]
-    pub(crate) fn parent(&self) -> Option<Parent<'_>> {
-        let parent = self.parent?;
-        if parent.key != Key::REMOTE {
-            let slot = parent.slot.get() as usize - 1;
-            return Some(Parent::Local {
-                key: parent.key,
-                slot,
-            });
-        }
-        let far = self.rare.as_deref()?.far_parent.as_deref()?;
-        Some(Parent::Remote(&far.0, far.1))
-    }
-
-    /// Takes the parent link out (the actor is gone).
-    pub(crate) fn take_parent(&mut self) -> Option<ParentLink> {
-        let parent = self.parent.take()?;
-        if parent.key != Key::REMOTE {
-            let slot = parent.slot.get() - 1;
-            return Some(ParentLink::Local {
-                key: parent.key,
-                slot,
-            });
-        }
-        let far = self.rare.as_deref_mut()?.far_parent.take()?;
-        Some(ParentLink::Remote(far))
-    }
-
     /// The rare part, made on first use.
     pub(crate) fn rare(&mut self) -> &mut Rare {
         self.rare.get_or_insert_with(Box::default)
@@ -713,64 +557,6 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
 /// Runs user code outside any handler (a factory, a `Drop`), catching a panic.
 pub(crate) fn guarded<R>(core: &Core, me: Key, f: impl FnOnce() -> R) -> Result<R, Error> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panicked(core, me, payload.as_ref()))
-}
-
-/// Calls a lifecycle hook of the actor at `me`, unless its type is known
-/// to leave it to the trait's default, which does nothing (found on the
-/// hook's first call for the type: the default says so). Plugins and
-/// names to register go with `init_start` and `shutdown_start`: an actor
-/// with either is called anyway.
-///
-/// The cell keeps what its type's hooks are known to be
-/// (`ActorCell::hooks`), so that a hook known either way costs no lookup
-/// of the type.
-#[inline]
-pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
-    if core
-        .actors
-        .get(me)
-        .is_some_and(|cell| cell.hooks & u16::from(hook.bit()) == 0)
-    {
-        call_hook_slow(core, me, hook);
-    }
-}
-
-/// [`call_hook`] for a hook not known to be a default.
-#[inline(never)]
-fn call_hook_slow(core: &mut Core, me: Key, hook: Hook) {
-    let Some(cell) = core.actors.get_mut(me) else {
-        return;
-    };
-    let bit = hook.bit();
-    let mut hooks = cell.hooks;
-    if (hooks | hooks >> 8) & u16::from(bit) == 0 {
-        // Not known to this cell: ask the type.
-        hooks = core.type_names.hooks(cell.actor.actor_type());
-        if hooks & u16::from(Hook::WITH_EXTRAS) != 0 && cell.actor.has_extras() {
-            // Plugins or names to register go with these hooks: they run.
-            hooks = hooks & !u16::from(Hook::WITH_EXTRAS) | u16::from(Hook::WITH_EXTRAS) << 8;
-        }
-        cell.hooks = hooks;
-    }
-    if hooks & u16::from(bit) == 0 {
-        run_hook(core, me, hook);
-    }
-}
-
-/// Calls the hook (`call_hook`), learning what it is on its type's first call.
-fn run_hook(core: &mut Core, me: Key, hook: Hook) {
-    let bit = hook.bit();
-    let Some(ty) = core.actors.get(me).map(|c| c.actor.actor_type()) else {
-        return;
-    };
-    core.default_hook &= !bit;
-    let ran = with_object(core, me, |object, core| object.hook(hook, core, me));
-    let default = core.default_hook & bit != 0;
-    core.default_hook &= !bit;
-    // Overridden only if it ran to its end without saying it is the default.
-    if default || matches!(ran, Some(Ok(()))) {
-        core.type_names.learn_hook(ty, bit, default);
-    }
 }
 
 /// Calls the hook `notice` is for on the actor at `me` (see [`Notice`]);
