@@ -11,7 +11,7 @@ use crate::queue::Lent;
 use crate::subscription::Handler;
 use crate::supervisor::SupervisorState;
 use smallvec::SmallVec;
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
@@ -19,6 +19,12 @@ use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 use std::time::Duration;
+
+mod hooks;
+mod parent;
+
+pub(crate) use hooks::call_hook;
+pub(crate) use parent::{CellParent, Parent, ParentLink};
 
 /// User code that runs inside a supervisor, one message at a time.
 ///
@@ -54,24 +60,24 @@ use std::time::Duration;
 pub trait Actor: Sized + 'static {
     /// NEW → INITIALIZING: subscribe handlers, spawn children, start init work.
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        let _ = ctx;
+        ctx.core.default_hook |= Hook::InitStart.bit(); // not overridden: no need to call it again
     }
     /// INITIALIZING → INITIALIZED: every plugin voted ready.
     fn init_finish(&mut self, ctx: &mut Context<'_, Self>) {
-        let _ = ctx;
+        ctx.core.default_hook |= Hook::InitFinish.bit();
     }
     /// INITIALIZED → OPERATIONAL: the supervisor started the actor.
     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
-        let _ = ctx;
+        ctx.core.default_hook |= Hook::OnStart.bit();
     }
     /// → SHUTTING_DOWN: release what the actor holds.
     fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
-        let _ = ctx;
+        ctx.core.default_hook |= Hook::ShutdownStart.bit();
     }
     /// SHUTTING_DOWN → SHUT_DOWN: the last call (its state reads
     /// `SHUT_DOWN`, as in rotor); subscriptions and timers go next.
     fn shutdown_finish(&mut self, ctx: &mut Context<'_, Self>) {
-        let _ = ctx;
+        ctx.core.default_hook |= Hook::ShutdownFinish.bit();
     }
 
     /// A supervisor hears of a child's init: `Ok` when it initialized,
@@ -85,14 +91,14 @@ pub trait Actor: Sized + 'static {
         ctx: &mut Context<'_, Self>,
     ) {
         let _ = (child, result);
-        ctx.core.default_hook = true; // not overridden: no need to call it again
+        ctx.core.default_hook |= crate::supervisor::HOOK_INIT; // not overridden: no need to call it again
     }
 
     /// A supervisor hears that a child has shut down, with its reason,
     /// before it decides what follows (restart, escalation, ...).
     fn on_child_shutdown(&mut self, child: &Address, reason: &Error, ctx: &mut Context<'_, Self>) {
         let _ = (child, reason);
-        ctx.core.default_hook = true; // not overridden: no need to call it again
+        ctx.core.default_hook |= crate::supervisor::HOOK_SHUTDOWN; // not overridden: no need to call it again
     }
 
     /// A linked server (see [`Context::link`]) asks this client to unlink,
@@ -291,6 +297,11 @@ pub(crate) trait ActorObject: Any {
     /// `false` if the actor has no user plugin to ask for a vote (`true`
     /// while it is busy: [`vote`](ActorObject::vote) then says `Pending`).
     fn has_plugins(&self) -> bool;
+    /// `true` if the actor has user plugins or names to register, which
+    /// run with its `init_start` and `shutdown_start` (`true` while busy).
+    fn has_extras(&self) -> bool;
+    /// The actor's type (`A`).
+    fn actor_type(&self) -> TypeId;
     /// [`Actor::should_restart`] (`false` if the actor is busy).
     fn should_restart(&self, reason: &Error) -> bool;
     /// Calls the hook a notice is for; `Some` answer for an unlink.
@@ -324,6 +335,12 @@ impl<A: Actor> ActorObject for RefCell<ActorBox<A>> {
         self.try_borrow_mut().map_or(true, |b| {
             b.extras.as_ref().is_some_and(|e| !e.plugins.is_empty())
         })
+    }
+    fn has_extras(&self) -> bool {
+        self.try_borrow().map_or(true, |b| b.extras.is_some())
+    }
+    fn actor_type(&self) -> TypeId {
+        TypeId::of::<A>()
     }
     fn should_restart(&self, reason: &Error) -> bool {
         self.try_borrow()
@@ -391,18 +408,13 @@ where
     }
 }
 
-/// The supervisor of an actor, and the actor's slot among its children.
-pub(crate) struct ParentLink {
-    pub(crate) address: Address,
-    pub(crate) slot: usize,
-}
-
 /// What a locality keeps for one actor.
 pub(crate) struct ActorCell {
     /// The actor (shared with its handlers).
     pub(crate) actor: Rc<dyn ActorObject>,
     pub(crate) address: Address,
-    pub(crate) parent: Option<ParentLink>,
+    /// Its supervisor (`None` for a root); see [`ActorCell::parent`].
+    pub(crate) parent: Option<CellParent>,
     pub(crate) supervisor: Option<Box<SupervisorState>>,
     /// Why the actor is shutting down.
     pub(crate) reason: Option<Error>,
@@ -412,6 +424,10 @@ pub(crate) struct ActorCell {
     /// What few actors use, made on first use.
     pub(crate) rare: Option<Box<Rare>>,
     pub(crate) state: ActorState,
+    /// The lifecycle hooks known to be the trait's defaults (low byte:
+    /// not called) and known to run (high byte), `Hook::bit`s; filled from
+    /// the type's record (`TypeNames::hooks`) by `call_hook`.
+    pub(crate) hooks: u16,
 }
 
 /// The per-actor state that few actors need: kept out of the cell, so that
@@ -434,6 +450,8 @@ pub(crate) struct Rare {
     pub(crate) init_failure: Option<Error>,
     /// State of the built-in plugins.
     pub(crate) plugins: PluginState,
+    /// The link to a supervisor on another locality (`CellParent`).
+    pub(crate) far_parent: Option<Box<(Address, usize)>>,
 }
 
 impl ActorCell {
@@ -541,11 +559,6 @@ pub(crate) fn guarded<R>(core: &Core, me: Key, f: impl FnOnce() -> R) -> Result<
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panicked(core, me, payload.as_ref()))
 }
 
-/// Calls a lifecycle hook of the actor at `me`.
-pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
-    with_object(core, me, |object, core| object.hook(hook, core, me));
-}
-
 /// Calls the hook `notice` is for on the actor at `me` (see [`Notice`]);
 /// the answer to an unlink, if it gave one.
 pub(crate) fn notify(core: &mut Core, me: Key, notice: Notice<'_>) -> Option<UnlinkAction> {
@@ -556,9 +569,16 @@ pub(crate) fn notify(core: &mut Core, me: Key, notice: Notice<'_>) -> Option<Unl
 /// `me`; `false` if it is the trait's default, which says so: the
 /// supervisor need not call it again.
 pub(crate) fn notify_overridden(core: &mut Core, me: Key, notice: Notice<'_>) -> bool {
-    core.default_hook = false;
+    let bit = match notice {
+        Notice::ChildInit(..) => crate::supervisor::HOOK_INIT,
+        Notice::ChildShutdown(..) => crate::supervisor::HOOK_SHUTDOWN,
+        Notice::Unlink(_) => 0,
+    };
+    core.default_hook &= !bit;
     notify(core, me, notice);
-    !std::mem::take(&mut core.default_hook)
+    let default = core.default_hook & bit != 0;
+    core.default_hook &= !bit;
+    !default
 }
 
 /// The default name of an actor type: its type name without the module path.

@@ -1,6 +1,6 @@
 //! [`Builder`]: spawning an actor in code, here or on another locality.
 
-use crate::actor::{Actor, ActorConfig, ActorState, ParentLink};
+use crate::actor::{Actor, ActorConfig, ParentLink};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
@@ -10,14 +10,18 @@ use crate::spawn::{
     PendingChild, PluginFactory, Settings, SharedFactory, Spec, spawn_elsewhere, spawn_instance,
     spawn_once,
 };
-use crate::supervisor::restart::{Respawn, RestartPolicy, Supervision, SupervisionConfig};
-use crate::supervisor::{ChildRecord, ChildState, SupervisorConfig};
+use crate::supervisor::SupervisorConfig;
+use crate::supervisor::restart::{Respawn, RestartPolicy, SupervisionConfig};
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+mod child;
+
+use child::{add_child, check_parent, child_slot, finish_plain, local_slot, supervised};
 
 /// Where a new actor goes.
 pub(crate) enum Parent {
@@ -389,6 +393,12 @@ impl<'a, A: Actor> Builder<'a, A> {
     /// [`ErrorCode::InvalidArgument`] for a restart policy without a factory, or
     /// supervision settings on a root (it has no supervisor).
     pub fn finish(self) -> Result<Address> {
+        if let Parent::Local(parent) = self.parent
+            && self.is_plain()
+            && let Source::Value(actor) = self.target.source
+        {
+            return finish_plain(self.core, parent, actor);
+        }
         let has_factory = matches!(self.target.source, Source::Factory(_));
         let Prepared {
             core,
@@ -405,7 +415,8 @@ impl<'a, A: Actor> Builder<'a, A> {
                 let actor = factory();
                 let spec = Rc::new(spec);
                 let kept = spec.clone();
-                let respawn = Box::new(move |core: &mut Core, link: ParentLink| {
+                let respawn = Box::new(move |core: &mut Core, parent: &Address, slot| {
+                    let link = ParentLink::new(core, parent, slot);
                     spawn_instance(core, Some(link), &kept, factory()).map(Some)
                 }) as Respawn;
                 (actor, Held::Shared(spec), Some(respawn))
@@ -417,16 +428,11 @@ impl<'a, A: Actor> Builder<'a, A> {
             core.anchor();
             return spec.spawn(core, None, actor);
         };
-        let (link, slot) = child_slot(core, parent);
+        let (address, slot) = local_slot(core, parent);
+        let link = ParentLink::new(core, address, slot);
         let address = spec.spawn(core, Some(link), actor)?;
-        add_child(
-            core,
-            parent,
-            slot,
-            Some(address.clone()),
-            supervision,
-            respawn,
-        );
+        let supervision = supervised(supervision, respawn);
+        add_child(core, parent, slot, Some(address.clone()), supervision);
         Ok(address)
     }
 }
@@ -465,11 +471,11 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
             let why = "an actor on another locality needs a supervisor here";
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         };
-        let (link, slot) = child_slot(core, parent);
+        let (address, slot) = child_slot(core, parent);
         let pending = spawn_elsewhere(
             core,
             &handle,
-            link.address.clone(),
+            address,
             slot,
             factory.clone(),
             settings.clone(),
@@ -477,12 +483,12 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
         )?
         .expect("the first spawn is pending");
         let respawn = (supervision.policy != RestartPolicy::Never).then(|| {
-            Box::new(move |core: &mut Core, link: ParentLink| {
+            Box::new(move |core: &mut Core, parent: &Address, slot| {
                 spawn_elsewhere(
                     core,
                     &handle,
-                    link.address,
-                    link.slot,
+                    parent.clone(),
+                    slot,
                     factory.clone(),
                     settings.clone(),
                     false,
@@ -490,8 +496,23 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
                 .map(|_| None)
             }) as Respawn
         });
-        add_child(core, parent, slot, None, supervision, respawn);
+        let supervision = supervised(supervision, respawn);
+        add_child(core, parent, slot, None, supervision);
         Ok(pending)
+    }
+}
+
+impl<A: Actor> Builder<'_, A> {
+    /// `true` if nothing was set but the actor: no name, timeouts,
+    /// supervisor config, registry, names, supervision or plugins.
+    fn is_plain(&self) -> bool {
+        self.name.is_none()
+            && self.config == ActorConfig::default()
+            && self.supervisor.is_none()
+            && self.registry.is_none()
+            && self.register_as.is_empty()
+            && self.target.plugins.is_empty()
+            && !self.supervision.is_set()
     }
 }
 
@@ -510,70 +531,4 @@ impl<A: Actor> Held<A> {
             Held::Shared(spec) => spawn_instance(core, parent, &spec, actor),
         }
     }
-}
-
-/// The slot the next child of `parent` gets, and the link to put in the child.
-fn child_slot(core: &mut Core, parent: Key) -> (ParentLink, usize) {
-    let cell = core.actors.get(parent).expect("checked by prepare");
-    let slot = cell
-        .supervisor
-        .as_deref()
-        .expect("checked by prepare")
-        .children
-        .vacant_key();
-    (
-        ParentLink {
-            address: cell.address.clone(),
-            slot,
-        },
-        slot,
-    )
-}
-
-/// Records a new child in `parent`'s `slot` (as `child_slot` said).
-fn add_child(
-    core: &mut Core,
-    parent: Key,
-    slot: usize,
-    address: Option<Address>,
-    supervision: SupervisionConfig,
-    respawn: Option<Respawn>,
-) {
-    let supervision = supervision
-        .is_set()
-        .then(|| Box::new(Supervision::new(supervision, respawn)));
-    let record = ChildRecord {
-        address,
-        state: ChildState::Initializing,
-        initializing: true,
-        supervision,
-    };
-    let sup = crate::supervisor::sup_mut(core, parent).expect("checked by prepare");
-    let inserted = sup.children.insert(record);
-    debug_assert_eq!(
-        inserted, slot,
-        "nothing else was added to the supervisor meanwhile"
-    );
-    sup.initializing += 1;
-}
-
-/// Checks that the actor at `key` may take a child now; returns the
-/// registry the child inherits: the one the supervisor keeps for its
-/// descendants, else its own.
-fn check_parent(core: &Core, key: Key) -> Result<Option<Address>> {
-    let Some(cell) = core.actors.get(key) else {
-        return Err(
-            Error::new(ErrorCode::SupervisorShuttingDown).with_context("supervisor is gone")
-        );
-    };
-    if cell.supervisor.is_none() {
-        return Err(Error::new(ErrorCode::NotASupervisor).with_context(cell.address.to_string()));
-    }
-    if cell.state >= ActorState::ShuttingDown {
-        return Err(
-            Error::new(ErrorCode::SupervisorShuttingDown).with_context(cell.address.to_string())
-        );
-    }
-    let kept = cell.supervisor.as_ref().and_then(|s| s.registry.as_ref());
-    Ok(kept.or(cell.registry.as_ref()).map(|r| Address::clone(r)))
 }

@@ -115,6 +115,15 @@ impl Names {
 #[derive(Default)]
 pub(crate) struct TypeNames {
     ids: HashMap<TypeId, NameId, BuildHasherDefault<TypeIdHasher>>,
+    /// The last type looked up in `ids`: a spawn loop makes one type.
+    last_id: Option<(TypeId, NameId)>,
+    /// What each actor type's lifecycle hooks are, found on their first
+    /// call (`Hook::bit`s): the low byte has those left to the trait's
+    /// default (not called again), the high byte those it overrides.
+    hooks: HashMap<TypeId, u16, BuildHasherDefault<TypeIdHasher>>,
+    /// The last type asked about in `hooks`, and its bits: the hooks of
+    /// one type's actors usually run one after the other.
+    last_hooks: Option<(TypeId, u16)>,
 }
 
 impl TypeNames {
@@ -126,12 +135,45 @@ impl TypeNames {
         ty: TypeId,
         make: impl FnOnce() -> Cow<'static, str>,
     ) -> Option<NameId> {
-        if let Some(&id) = self.ids.get(&ty) {
+        if let Some((last, id)) = self.last_id
+            && last == ty
+        {
             return Some(id);
         }
-        let id = names.intern_type(ty, make)?;
-        self.ids.insert(ty, id);
+        let id = match self.ids.get(&ty) {
+            Some(&id) => id,
+            None => {
+                let id = names.intern_type(ty, make)?;
+                self.ids.insert(ty, id);
+                id
+            }
+        };
+        self.last_id = Some((ty, id));
         Some(id)
+    }
+
+    /// The hooks of actor type `ty` known to be the trait's defaults (low
+    /// byte) and known to be overridden (high byte).
+    pub(crate) fn hooks(&mut self, ty: TypeId) -> u16 {
+        if let Some((last, bits)) = self.last_hooks
+            && last == ty
+        {
+            return bits;
+        }
+        let bits = self.hooks.get(&ty).copied().unwrap_or(0);
+        self.last_hooks = Some((ty, bits));
+        bits
+    }
+
+    /// Notes what actor type `ty`'s hook `bit` is: the trait's default, or
+    /// overridden.
+    pub(crate) fn learn_hook(&mut self, ty: TypeId, bit: u8, default: bool) {
+        let bits = self.hooks.entry(ty).or_insert(0);
+        *bits |= match default {
+            true => u16::from(bit),
+            false => u16::from(bit) << 8,
+        };
+        self.last_hooks = Some((ty, *bits));
     }
 }
 

@@ -74,8 +74,11 @@ pub(crate) fn spawn_once<A: Actor>(
 /// `parent` if it is the same (the usual case, inherited), else a new one.
 fn shared_registry(core: &Core, parent: Option<&ParentLink>, registry: Address) -> Rc<Address> {
     let parents = parent
-        .filter(|p| p.address.locality_id() == core.id())
-        .and_then(|p| core.routes.address(p.address.key()))
+        .and_then(|p| match *p {
+            ParentLink::Local { key, .. } => Some(key),
+            ParentLink::Remote(_) => None,
+        })
+        .and_then(|key| core.routes.address(key))
         .and_then(|slot| core.actors.get(slot.owner))
         .and_then(|cell| {
             let kept = cell.supervisor.as_ref().and_then(|s| s.registry.as_ref());
@@ -125,13 +128,15 @@ fn spawn_from<A: Actor>(
         Some(_) => 0, // the reserved address has its number
         None => core.next_seq(),
     };
-    let rare = (config != ActorConfig::default()).then(|| {
+    let registry = registry.map(|r| shared_registry(core, parent.as_ref(), r));
+    let (parent, far_parent) = ActorCell::split_parent(parent);
+    let rare = (config != ActorConfig::default() || far_parent.is_some()).then(|| {
         Box::new(Rare {
             config,
+            far_parent,
             ..Rare::default()
         })
     });
-    let registry = registry.map(|r| shared_registry(core, parent.as_ref(), r));
     let with_registry = supervisor.as_ref().is_some_and(|c| c.registry);
     let flag = supervisor.as_ref().and_then(|c| c.shutdown_flag.clone());
     let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(*c)));
@@ -179,11 +184,14 @@ fn spawn_from<A: Actor>(
             registry,
             rare,
             state: ActorState::New,
+            hooks: 0,
         }
     });
     let address = made.expect("made by add_address");
-    tracing::debug!(actor = %address, "spawned");
-    start_lifecycle(core, me, &address);
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        log_spawned(&address);
+    }
+    start_lifecycle(core, &address);
     if let Some(flag) = flag {
         crate::supervisor::flag::arm(core, me, flag);
     }
@@ -206,24 +214,32 @@ fn spawn_from<A: Actor>(
     Ok(address)
 }
 
-/// `Init` for a freshly spawned actor (`actor`, at its main `address`):
-/// two keys, a small queue entry per spawn.
+/// The debug line of a spawn (out of line: it is seldom enabled).
+#[cold]
+#[inline(never)]
+fn log_spawned(address: &Address) {
+    tracing::debug!(actor = %address, "spawned");
+}
+
+/// `Init` for a freshly spawned actor, at its main `address`: one key, a
+/// small queue entry per spawn (two words; its owner is looked up, as a
+/// framework message's is).
 struct InitEnvelope {
-    actor: Key,
     address: Key,
 }
 
 impl Envelope<Core> for InitEnvelope {
     fn deliver(self, core: &mut Core) {
         crate::inspect::step(core, "Init", None, None, self.address);
-        lifecycle::on_init(core, self.actor);
+        if let Some(actor) = core.routes.address(self.address).map(|info| info.owner) {
+            lifecycle::on_init(core, actor);
+        }
     }
 }
 
-/// Queues `Init` for the freshly spawned actor `actor` (at `address`).
-fn start_lifecycle(core: &mut Core, actor: Key, address: &Address) {
+/// Queues `Init` for the freshly spawned actor at `address`.
+fn start_lifecycle(core: &mut Core, address: &Address) {
     core.enqueue(InitEnvelope {
-        actor,
         address: address.key(),
     });
 }
@@ -412,10 +428,7 @@ impl Remote for SpawnRequest {
         if foreign {
             core.anchor();
         }
-        let link = ParentLink {
-            address: parent.clone(),
-            slot,
-        };
+        let link = ParentLink::new(core, &parent, slot);
         // The factory is user code: a panic there is a failed spawn.
         let at = reserved.0.clone();
         let result = match catch_unwind(AssertUnwindSafe(|| make(core, link, at))) {

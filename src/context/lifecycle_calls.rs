@@ -242,24 +242,27 @@ impl<'a, A: Actor> Context<'a, A> {
     /// the root to go is how a program ends: [`System::run`](crate::System::run)
     /// returns once the root has shut down.
     pub fn shutdown_supervisor(&mut self) {
-        let parent = self.cell().parent.as_ref().map(|p| p.address.clone());
-        match parent {
-            Some(parent) => {
-                self.core.send_system(
-                    &parent,
+        match self.cell().parent.is_some() {
+            true => {
+                crate::actor::ParentLink::send_of(self.core, self.me, |_| {
                     SystemMsg::ShutdownTrigger {
                         child: None,
                         reason: Error::normal(),
-                    },
-                );
+                    }
+                });
             }
-            None => lifecycle::request_own_shutdown(self.core, self.me, Error::normal()),
+            false => lifecycle::request_own_shutdown(self.core, self.me, Error::normal()),
         }
     }
 
     /// The supervisor's address, or `None` for a root.
     pub fn supervisor(&self) -> Option<&Address> {
-        self.cell().parent.as_ref().map(|p| &p.address)
+        match self.cell().parent()? {
+            crate::actor::Parent::Local { key, .. } => {
+                self.core.routes.address(key).map(|info| &info.address)
+            }
+            crate::actor::Parent::Remote(address, _) => Some(address),
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 //! protocol works between localities; between a leaf and its supervisor on
 //! one locality, four of them are direct calls (`supervisor::local`).
 
-use crate::actor::{ActorCell, ActorState, Hook, call_hook};
+use crate::actor::{ActorCell, ActorState, Hook, ParentLink, call_hook};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -259,9 +259,19 @@ fn state(core: &Core, me: Key) -> Option<ActorState> {
     core.actors.get(me).map(|c| c.state)
 }
 
+#[inline]
 fn set_cell_state(cell: &mut ActorCell, state: ActorState) {
-    tracing::debug!(actor = %cell.address, from = %cell.state, to = %state, "lifecycle");
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        log_state(cell, state);
+    }
     cell.state = state;
+}
+
+/// The debug line of a state change (out of line: it is seldom enabled).
+#[cold]
+#[inline(never)]
+fn log_state(cell: &ActorCell, state: ActorState) {
+    tracing::debug!(actor = %cell.address, from = %cell.state, to = %state, "lifecycle");
 }
 
 /// Sends a framework message to the actor's own main address.
@@ -273,6 +283,7 @@ pub(crate) fn to_self(core: &mut Core, me: Key, msg: SystemMsg) {
 
 /// Moves actor `me` (its `cell`) to state `to`, cancels its pending
 /// lifecycle timer and arms `timer` if given; `true` if anyone watches it.
+#[inline]
 fn enter(
     core: &mut Core,
     me: Key,
@@ -284,9 +295,19 @@ fn enter(
     };
     set_cell_state(cell, to);
     let watched = watch::watched(cell);
-    if let Some(key) = cell
-        .rare
-        .as_deref_mut()
+    if cell.rare.is_some() || timer.is_some() {
+        lifecycle_timer(core, me, timer);
+    }
+    watched
+}
+
+/// Cancels actor `me`'s pending lifecycle timer, and arms `timer` if given.
+#[inline(never)]
+fn lifecycle_timer(core: &mut Core, me: Key, timer: Option<(std::time::Duration, TimerAction)>) {
+    if let Some(key) = core
+        .actors
+        .get_mut(me)
+        .and_then(|cell| cell.rare.as_deref_mut())
         .and_then(|r| r.lifecycle_timer.take())
     {
         core.cancel_timer(key);
@@ -297,7 +318,6 @@ fn enter(
             cell.rare().lifecycle_timer = Some(key);
         }
     }
-    watched
 }
 
 pub(crate) fn on_init(core: &mut Core, me: Key) {
@@ -345,18 +365,10 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
     if supervisor::local::confirm_init(core, me) {
         return;
     }
-    let Some(cell) = core.actors.get(me) else {
+    let Some(child) = core.actors.get(me).map(|cell| ChildId::of(&cell.address)) else {
         return;
     };
-    let Some(parent) = &cell.parent else {
-        return;
-    };
-    let (to, slot, child) = (
-        parent.address.clone(),
-        parent.slot,
-        ChildId::of(&cell.address),
-    );
-    core.send_system(&to, SystemMsg::InitConfirm { slot, child });
+    ParentLink::send_of(core, me, |slot| SystemMsg::InitConfirm { slot, child });
 }
 
 /// Init failed: the actor shuts down with the failure as its reason, and its

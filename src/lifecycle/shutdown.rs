@@ -5,7 +5,7 @@
 //! hears `ChildDown`.
 
 use super::{SystemMsg, enter, set_cell_state, state, to_self};
-use crate::actor::{ActorState, Hook, call_hook};
+use crate::actor::{ActorState, Hook, ParentLink, call_hook};
 use crate::arena::Key;
 use crate::error::Error;
 use crate::locality::Core;
@@ -23,19 +23,12 @@ pub(crate) fn request_own_shutdown(core: &mut Core, me: Key, reason: Error) {
         return;
     }
     match &cell.parent {
-        Some(parent) => {
-            let (to, slot, child) = (
-                parent.address.clone(),
-                parent.slot,
-                ChildId::of(&cell.address),
-            );
-            core.send_system(
-                &to,
-                SystemMsg::ShutdownTrigger {
-                    child: Some((slot, child)),
-                    reason,
-                },
-            );
+        Some(_) => {
+            let child = ChildId::of(&cell.address);
+            ParentLink::send_of(core, me, |slot| SystemMsg::ShutdownTrigger {
+                child: Some((slot, child)),
+                reason,
+            });
         }
         None => to_self(core, me, SystemMsg::ShutdownRequest { reason }),
     }
@@ -105,6 +98,13 @@ pub(crate) fn try_shutdown(core: &mut Core, me: Key) {
     }
 }
 
+/// The debug line of an actor gone (out of line: it is seldom enabled).
+#[cold]
+#[inline(never)]
+fn log_down(address: &crate::address::Address, reason: &Error) {
+    tracing::debug!(actor = %address, reason = reason.as_dyn_error(), "shut down");
+}
+
 fn finish_shutdown(core: &mut Core, me: Key) {
     // As in rotor, `shutdown_finish` sees SHUT_DOWN.
     if let Some(cell) = core.actors.get_mut(me) {
@@ -140,7 +140,10 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     }
     crate::subscription::remove_address(core, main);
     crate::future::actor_gone(core, me);
-    let Some(mut cell) = core.actors.remove(me) else {
+    // Kept in an `Option`, dropped in place at the end (a cell is moved
+    // once, out of the arena, not again into the drop's panic guard).
+    let mut removed = core.actors.remove(me);
+    let Some(cell) = removed.as_mut() else {
         return;
     };
     if let Some(plugins) = cell.plugins_ref() {
@@ -148,19 +151,21 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         core.io.borrow_mut().forget(plugins.io.iter().copied());
     }
     let reason = cell.reason.take().unwrap_or_else(Error::normal);
-    watch::finished(core, &mut cell, &reason);
+    watch::finished(core, cell, &reason);
     let actor = &cell.actor;
     let restart =
         crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false);
-    tracing::debug!(actor = %cell.address, reason = reason.as_dyn_error(), "shut down");
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        log_down(&cell.address, &reason);
+    }
     let (parent, child, leaf) = (
-        cell.parent.take(),
+        cell.take_parent(),
         ChildId::of(&cell.address),
         cell.supervisor.is_none(),
     );
     // The actor's own `Drop` is user code. It goes before its supervisor
     // hears of it, which may finish the supervisor at once.
-    let _ = crate::actor::guarded(core, me, || drop(cell));
+    let _ = crate::actor::guarded(core, me, || removed = None);
     let Some(parent) = parent else {
         return core.unanchor(Some(reason));
     };
@@ -172,13 +177,13 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         false => reason,
     };
     let down = SystemMsg::ChildDown {
-        slot: parent.slot,
+        slot: parent.slot(),
         child,
         reason,
         restart,
     };
-    core.send_system(&parent.address, down);
-    if parent.address.locality_id() != core.id() {
+    parent.send(core, down);
+    if !parent.is_local() {
         core.unanchor(None);
     }
 }

@@ -42,9 +42,9 @@ pub(crate) struct Core {
     pub(crate) next: crate::subscription::Next,
     /// The dead-letter address, once asked for.
     pub(crate) dead_letters: Option<Key>,
-    /// Set by a default supervisor hook (`Actor::on_child_init`, ...): it
-    /// need not be called again.
-    pub(crate) default_hook: bool,
+    /// Set by a default hook (`Actor::on_child_init`, `Actor::init_start`,
+    /// ...; one bit each, `Hook::bit`): it need not be called again.
+    pub(crate) default_hook: u8,
     /// The locality's id (as in `shared`), kept here: one load less per send.
     id: u32,
     pub(crate) io: SharedIo,
@@ -100,7 +100,7 @@ impl Core {
             running: Key::NONE,
             next: crate::subscription::Next::Done,
             dead_letters: None,
-            default_hook: false,
+            default_hook: 0,
             timers: Timers::default(),
             timer_seq: 0,
             stats: Stats::default(),
@@ -397,18 +397,14 @@ impl Core {
     pub(super) fn abandon(&mut self, error: &Error) {
         let mut notes = Vec::new();
         for cell in self.actors.values() {
-            if let Some(parent) = cell
-                .parent
-                .as_ref()
-                .filter(|p| p.address.locality_id() != self.id())
-            {
+            if let Some(crate::actor::Parent::Remote(address, slot)) = cell.parent() {
                 let down = lifecycle::SystemMsg::ChildDown {
-                    slot: parent.slot,
+                    slot,
                     child: crate::supervisor::ChildId::of(&cell.address),
                     reason: error.clone(),
                     restart: false,
                 };
-                notes.push((parent.address.clone(), down));
+                notes.push((address.clone(), down));
             }
             // Its children elsewhere: their supervisor is going away.
             let children = cell.supervisor.iter().flat_map(|s| s.children.iter());
@@ -528,9 +524,18 @@ mod sizes {
     #[test]
     fn per_actor_records_stay_small() {
         assert!(
-            size_of::<crate::actor::ActorCell>() <= 120,
+            size_of::<crate::actor::ActorCell>() <= 96,
             "{}",
             size_of::<crate::actor::ActorCell>()
+        );
+        // A local parent link is a key, not an address.
+        assert!(size_of::<Option<crate::actor::CellParent>>() <= 12);
+        // A supervisor's record of each child (its supervision apart),
+        // in a slab entry (`slab` puts its tag in the record's niche).
+        assert!(
+            size_of::<Result<crate::supervisor::ChildRecord, usize>>() <= 32,
+            "{}",
+            size_of::<Result<crate::supervisor::ChildRecord, usize>>()
         );
         assert!(
             size_of::<crate::address::Address>() <= 24,

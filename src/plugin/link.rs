@@ -94,11 +94,11 @@ fn outlived_by(core: &Core, me: Key, server: &Address) -> Option<&'static str> {
     if actor == me {
         return Some("an actor cannot link to itself");
     }
-    while let Some(parent) = core.actors.get(actor)?.parent.as_ref() {
-        if parent.address.locality_id() != core.id() {
+    while let Some(parent) = core.actors.get(actor)?.parent() {
+        let crate::actor::Parent::Local { key, .. } = parent else {
             return None;
-        }
-        actor = core.routes.address(parent.address.key())?.owner;
+        };
+        actor = core.routes.address(key)?.owner;
         if actor == me {
             return Some(
                 "a supervisor cannot link to its own descendant (it waits for it at shutdown)",

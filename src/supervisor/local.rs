@@ -24,8 +24,7 @@
 //! call never runs the code of an actor whose hook or handler is running
 //! (its cell is borrowed): then the message goes as before.
 
-use crate::actor::{ActorCell, ActorState, Notice, ParentLink};
-use crate::address::Address;
+use crate::actor::{ActorCell, ActorState, Notice, Parent, ParentLink};
 use crate::arena::Key;
 use crate::error::Error;
 use crate::lifecycle;
@@ -33,14 +32,6 @@ use crate::locality::Core;
 use crate::supervisor::{
     ChildId, ChildRecord, ChildState, HOOK_INIT, hear, restart, start_children,
 };
-
-/// The actor that owns `address`, if it lives here.
-fn local_owner(core: &Core, address: &Address) -> Option<Key> {
-    if address.locality_id() != core.id() {
-        return None;
-    }
-    core.routes.address(address.key()).map(|slot| slot.owner)
-}
 
 /// `true` if `cell` is a leaf none of whose code runs now.
 fn idle_leaf(cell: &ActorCell) -> bool {
@@ -55,14 +46,17 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
     let Some(cell) = core.actors.get(me) else {
         return false;
     };
-    let Some(parent) = cell.parent.as_ref().filter(|_| idle_leaf(cell)) else {
+    let Some(Parent::Local {
+        key: sup_address,
+        slot,
+    }) = cell.parent().filter(|_| idle_leaf(cell))
+    else {
         return false;
     };
     // The supervisor's record of this child holds a clone of its address:
     // the same key on the same locality.
     let mine = (cell.address.key(), cell.address.locality_id());
-    let (slot, sup_address) = (parent.slot, parent.address.key());
-    let Some(sup_key) = local_owner(core, &parent.address) else {
+    let Some(sup_key) = core.routes.address(sup_address).map(|info| info.owner) else {
         return false;
     };
     let is_mine = |r: &&mut ChildRecord| {
@@ -175,7 +169,15 @@ pub(crate) fn report_down(
     if !core.queue.is_empty() {
         return Err(reason);
     }
-    let Some(sup_key) = local_owner(core, &parent.address) else {
+    let &ParentLink::Local {
+        key: sup_address,
+        slot,
+    } = parent
+    else {
+        return Err(reason);
+    };
+    let slot = slot as usize;
+    let Some(sup_key) = core.routes.address(sup_address).map(|info| info.owner) else {
         return Err(reason);
     };
     let Some(sup_cell) = core.actors.get_mut(sup_key) else {
@@ -187,20 +189,14 @@ pub(crate) fn report_down(
     if sup_cell
         .supervisor
         .as_deref_mut()
-        .and_then(|s| s.child_mut(parent.slot, child))
+        .and_then(|s| s.child_mut(slot, child))
         .is_none()
     {
         return Err(reason);
     }
     let code = reason.code();
     let child_key = child.local_key(core.id());
-    crate::inspect::step(
-        core,
-        "ChildDown",
-        Some(code),
-        child_key,
-        parent.address.key(),
-    );
-    restart::child_gone(core, sup_key, parent.slot, reason, restart);
+    crate::inspect::step(core, "ChildDown", Some(code), child_key, sup_address);
+    restart::child_gone(core, sup_key, slot, reason, restart);
     Ok(())
 }

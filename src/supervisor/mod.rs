@@ -12,7 +12,7 @@ use crate::error::{Error, ErrorCode};
 use crate::lifecycle::{self, SystemMsg};
 use crate::locality::Core;
 use slab::Slab;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A supervisor with no behaviour of its own: it only owns children.
 ///
@@ -175,9 +175,6 @@ pub(crate) struct ChildRecord {
     pub(crate) state: ChildState,
     /// `true` while the child has not confirmed its init.
     pub(crate) initializing: bool,
-    /// Restart policy, factory, history and pending restart; `None` for a
-    /// child that is never restarted and escalates nothing.
-    pub(crate) supervision: Option<Box<restart::Supervision>>,
 }
 
 impl ChildRecord {
@@ -192,6 +189,11 @@ impl ChildRecord {
 pub(crate) struct SupervisorState {
     pub(crate) config: SupervisorConfig,
     pub(crate) children: Slab<ChildRecord>,
+    /// Restart policy, factory, history and pending restart of the
+    /// children that have any (by slot; none for a child that is never
+    /// restarted and escalates nothing): kept apart, so that a child's
+    /// record is 32 bytes. Removed with the record.
+    pub(crate) supervised: BTreeMap<usize, restart::Supervision>,
     pub(crate) initializing: usize,
     /// The slots of the children that are `Initialized`: held until the
     /// supervisor starts (or a synchronized start goes on). Kept apart so
@@ -215,6 +217,7 @@ impl SupervisorState {
         SupervisorState {
             config,
             children: Slab::new(),
+            supervised: BTreeMap::new(),
             initializing: 0,
             held: BTreeSet::new(),
             registry: None,
@@ -366,16 +369,12 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     // initializing are counted again on the way (restarting ones are dropped).
     let mut initializing = 0;
     sup.held.clear();
+    let supervised = &mut sup.supervised;
     sup.children.retain(|slot, record| {
         match record.state {
             ChildState::ShuttingDown => {}
             ChildState::Restarting => {
-                timers.extend(
-                    record
-                        .supervision
-                        .as_deref_mut()
-                        .and_then(|s| s.timer.take()),
-                );
+                timers.extend(supervised.remove(&slot).and_then(|s| s.timer));
                 return false;
             }
             _ => {

@@ -2,7 +2,7 @@
 //! from its factory, after a delay, within a limit), give up, escalate the
 //! failure, or shut itself down with it.
 
-use crate::actor::{ActorState, Notice, ParentLink};
+use crate::actor::{ActorState, Notice};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
@@ -37,7 +37,8 @@ pub enum RestartPolicy {
 /// Makes a new instance of a child in its supervisor's slot: its address, or
 /// `None` when it is made on another locality (the address comes later, in a
 /// `ChildSpawned`).
-pub(crate) type Respawn = Box<dyn FnMut(&mut Core, ParentLink) -> Result<Option<Address>>>;
+/// It is given the supervisor's address and the slot.
+pub(crate) type Respawn = Box<dyn FnMut(&mut Core, &Address, usize) -> Result<Option<Address>>>;
 
 /// A child's supervision settings, from its builder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,8 +228,9 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
     if !sup.held.is_empty() {
         sup.held.remove(&slot);
     }
-    let child = ChildLabel(record.address.as_ref());
-    tracing::debug!(supervisor = %my_address, %child, reason = reason.as_dyn_error(), "child down");
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        log_child_down(my_address, &ChildLabel(record.address.as_ref()), &reason);
+    }
     let failed_init = record.initializing;
     if failed_init {
         record.initializing = false;
@@ -236,7 +238,15 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
     }
     if my_state == ActorState::ShuttingDown {
         sup.children.remove(slot);
-        return lifecycle::try_shutdown(core, me);
+        if !sup.supervised.is_empty() {
+            sup.supervised.remove(&slot);
+        }
+        // With children left, the votes would say `Pending` (the child
+        // manager's), unless a user plugin is to be asked again first.
+        if sup.children.is_empty() || cell.actor.has_plugins() {
+            lifecycle::try_shutdown(core, me);
+        }
+        return;
     }
     let (my_address, child) = (my_address.clone(), ChildLabel(record.address.clone()));
     // The init-failure policy holds while the supervisor initializes (as
@@ -247,6 +257,9 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
         && init_policy == InitFailurePolicy::ShutdownSupervisor
     {
         sup.children.remove(slot);
+        if !sup.supervised.is_empty() {
+            sup.supervised.remove(&slot);
+        }
         // Still counted as initializing: the shutdown asked for below comes
         // back as a message, and meanwhile this supervisor must not finish
         // its own init with the child missing (its shutdown recounts).
@@ -256,7 +269,7 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
             .caused_by(reason);
         return lifecycle::request_own_shutdown(core, me, why);
     }
-    let decision = match record.supervision.as_deref_mut() {
+    let decision = match sup.supervised.get_mut(&slot) {
         Some(supervision) => supervision.decide(&reason, actor_says, now, &child),
         None => Decision::GiveUp(None),
     };
@@ -268,25 +281,20 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
             record.initializing = true;
             sup.initializing += 1;
             let timer = core.start_timer(delay, me, TimerAction::Restart { slot });
-            if let Some(supervision) = sup_mut(core, me)
-                .and_then(|s| s.children.get_mut(slot))
-                .and_then(|r| r.supervision.as_deref_mut())
-            {
+            if let Some(supervision) = sup_mut(core, me).and_then(|s| s.supervised.get_mut(&slot)) {
                 supervision.timer = Some(timer);
             }
             crate::entity::watch::down(core, me, slot, child.0, &reason, true);
         }
         Decision::GiveUp(limit) => {
-            let record = sup.children.remove(slot);
+            sup.children.remove(slot);
+            let supervision = match sup.supervised.is_empty() {
+                true => None,
+                false => sup.supervised.remove(&slot),
+            };
             let childless = sup.config.shutdown_when_childless && sup.is_childless();
-            let escalate = record
-                .supervision
-                .as_ref()
-                .is_some_and(|s| s.config.escalate);
-            let autoshutdown = record
-                .supervision
-                .as_ref()
-                .is_some_and(|s| s.config.autoshutdown);
+            let escalate = supervision.as_ref().is_some_and(|s| s.config.escalate);
+            let autoshutdown = supervision.as_ref().is_some_and(|s| s.config.autoshutdown);
             let cause = match limit {
                 Some(limit) => limit.caused_by(reason),
                 None => reason,
@@ -336,6 +344,13 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
     }
 }
 
+/// The debug line of a child down (out of line: it is seldom enabled).
+#[cold]
+#[inline(never)]
+fn log_child_down(supervisor: &Address, child: &ChildLabel<&Address>, reason: &Error) {
+    tracing::debug!(%supervisor, %child, reason = reason.as_dyn_error(), "child down");
+}
+
 /// A supervisor lets a failed child go for good: said at `WARN`, shown by
 /// inspection (level 1) and counted, whatever it does next (`then`), so
 /// that a supervisor that carries on does not do so silently.
@@ -358,17 +373,16 @@ pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize) {
         return;
     };
     let parent = cell.address.clone();
-    let Some(record) = cell
-        .supervisor
-        .as_deref_mut()
-        .and_then(|s| s.children.get_mut(slot))
-    else {
+    let Some(sup) = cell.supervisor.as_deref_mut() else {
+        return;
+    };
+    let Some(record) = sup.children.get_mut(slot) else {
         return;
     };
     if record.state != ChildState::Restarting {
         return;
     }
-    let Some(supervision) = record.supervision.as_deref_mut() else {
+    let Some(supervision) = sup.supervised.get_mut(&slot) else {
         return;
     };
     supervision.timer = None;
@@ -376,11 +390,7 @@ pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize) {
         return;
     };
     // The factory is user code: a panic there is a failed restart.
-    let link = ParentLink {
-        address: parent.clone(),
-        slot,
-    };
-    let result = match catch_unwind(AssertUnwindSafe(|| respawn(core, link))) {
+    let result = match catch_unwind(AssertUnwindSafe(|| respawn(core, &parent, slot))) {
         Ok(result) => result,
         Err(payload) => Err(crate::actor::panicked(core, me, payload.as_ref())),
     };
@@ -390,7 +400,7 @@ pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize) {
     let Some(record) = sup.children.get_mut(slot) else {
         return;
     };
-    if let Some(supervision) = record.supervision.as_deref_mut() {
+    if let Some(supervision) = sup.supervised.get_mut(&slot) {
         supervision.respawn = Some(respawn);
     }
     match result {

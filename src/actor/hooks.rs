@@ -1,0 +1,82 @@
+//! Calling an actor's lifecycle hooks, and skipping those its type leaves
+//! to the trait's default (found on their first call).
+
+use super::{Hook, with_object};
+use crate::arena::Key;
+use crate::locality::Core;
+
+impl Hook {
+    /// The hook's bit in `Core::default_hook` and in the per-type record of
+    /// hooks (`TypeNames::hooks`); the supervisor hooks
+    /// have bits 0 and 1 (`HOOK_INIT`, `HOOK_SHUTDOWN`).
+    pub(crate) const fn bit(self) -> u8 {
+        match self {
+            Hook::InitStart => 4,
+            Hook::InitFinish => 8,
+            Hook::OnStart => 16,
+            Hook::ShutdownStart => 32,
+            Hook::ShutdownFinish => 64,
+        }
+    }
+
+    /// The hooks that user plugins and names to register go with.
+    pub(crate) const WITH_EXTRAS: u8 = 4 | 32;
+}
+
+/// Calls a lifecycle hook of the actor at `me`, unless its type is known
+/// to leave it to the trait's default, which does nothing (found on the
+/// hook's first call for the type: the default says so). Plugins and
+/// names to register go with `init_start` and `shutdown_start`: an actor
+/// with either is called anyway.
+///
+/// The cell keeps what its type's hooks are known to be
+/// (`ActorCell::hooks`), so that a hook known either way costs no lookup
+/// of the type.
+#[inline]
+pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
+    if core
+        .actors
+        .get(me)
+        .is_some_and(|cell| cell.hooks & u16::from(hook.bit()) == 0)
+    {
+        call_hook_slow(core, me, hook);
+    }
+}
+
+/// [`call_hook`] for a hook not known to be a default.
+#[inline(never)]
+fn call_hook_slow(core: &mut Core, me: Key, hook: Hook) {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return;
+    };
+    let bit = hook.bit();
+    let mut hooks = cell.hooks;
+    if (hooks | hooks >> 8) & u16::from(bit) == 0 {
+        // Not known to this cell: ask the type.
+        hooks = core.type_names.hooks(cell.actor.actor_type());
+        if hooks & u16::from(Hook::WITH_EXTRAS) != 0 && cell.actor.has_extras() {
+            // Plugins or names to register go with these hooks: they run.
+            hooks = hooks & !u16::from(Hook::WITH_EXTRAS) | u16::from(Hook::WITH_EXTRAS) << 8;
+        }
+        cell.hooks = hooks;
+    }
+    if hooks & u16::from(bit) == 0 {
+        run_hook(core, me, hook);
+    }
+}
+
+/// Calls the hook (`call_hook`), learning what it is on its type's first call.
+fn run_hook(core: &mut Core, me: Key, hook: Hook) {
+    let bit = hook.bit();
+    let Some(ty) = core.actors.get(me).map(|c| c.actor.actor_type()) else {
+        return;
+    };
+    core.default_hook &= !bit;
+    let ran = with_object(core, me, |object, core| object.hook(hook, core, me));
+    let default = core.default_hook & bit != 0;
+    core.default_hook &= !bit;
+    // Overridden only if it ran to its end without saying it is the default.
+    if default || matches!(ran, Some(Ok(()))) {
+        core.type_names.learn_hook(ty, bit, default);
+    }
+}
