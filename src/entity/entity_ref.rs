@@ -1,0 +1,196 @@
+//! [`EntityRef`]: a handle per entity that caches where its live instance
+//! is, so that a send through it neither hashes the key nor passes through
+//! the set's handler.
+//!
+//! The handle keeps, beside the key, what the set's hash table said of the
+//! entity when it was last read: the live instance's address and actor
+//! keys, its index in the set's table, and the set's *version* then. The
+//! set bumps its version whenever an entity stops being live (passivated,
+//! leaving on its own, gone) and when it closes, so while the version has
+//! not moved, an entity seen live is still live, with the same instance,
+//! having got everything the set held for it. A send reads the version
+//! (one word of the set's shared state, hot) and, if it moved, reads the
+//! hash table again. At delivery the message goes straight to the entity if
+//! the version is still the one the send saw and the entity's actor is
+//! operational (an entity may leave on its own before the set hears of
+//! it); otherwise it is delivered as a router's message, which decides with
+//! the hash table (straight to a live entity, or to the set as a
+//! [`Keyed`](super::Keyed)). Every decision is taken at delivery, in
+//! queue order, on what the set knows then: per-sender FIFO holds across
+//! refs, routers and `Keyed` sends.
+
+use super::router::{Routed, Shared, deliver_to, operational};
+use crate::actor::Actor;
+use crate::arena::Key;
+use crate::context::Context;
+use crate::error::{Error, ErrorCode, Result};
+use crate::locality::Core;
+use crate::queue::Envelope;
+use std::cell::Cell;
+use std::fmt;
+use std::hash::Hash;
+use std::rc::Rc;
+
+/// Where the live instance was, at a version of the set.
+#[derive(Clone, Copy)]
+struct Cached {
+    dest: Key,
+    actor: Key,
+    idx: u32,
+    version: u64,
+}
+
+impl Cached {
+    /// Nothing cached: the next send reads the hash table.
+    const NONE: Cached = Cached {
+        dest: Key::NONE,
+        actor: Key::NONE,
+        idx: u32::MAX,
+        version: u64::MAX,
+    };
+}
+
+/// A handle for the entity of one key of an
+/// [`EntitySet`](crate::EntitySet), kept by actors of the set's locality:
+/// [`send`](EntityRef::send) is the same as sending
+/// [`Keyed::new(key, message)`](crate::Keyed) to the set, with the same
+/// guarantees (made on the first message, held in order while not live,
+/// never given to a leaving instance, never lost through passivation,
+/// per-sender FIFO with `Keyed` sends and [`EntityRouter`](crate::EntityRouter)
+/// sends), but a message for a live entity goes to it as a direct send
+/// does: the handle caches where the live instance is, and the set tells
+/// it (by a version it bumps) when that may have changed; then the handle
+/// looks the key up again. It keeps nothing in the set: a passivated
+/// entity still keeps 0 bytes there, whoever holds handles for it.
+///
+/// Take it with [`EntityRouter::entity`](crate::EntityRouter::entity) or
+/// [`EntitySet::entity`](crate::EntitySet::entity); clones are cheap (they
+/// share nothing but the set's state). It is not `Send`.
+pub struct EntityRef<K> {
+    shared: Rc<Shared<K>>,
+    key: K,
+    cached: Cell<Cached>,
+}
+
+impl<K: Clone> Clone for EntityRef<K> {
+    fn clone(&self) -> Self {
+        EntityRef {
+            shared: Rc::clone(&self.shared),
+            key: self.key.clone(),
+            cached: self.cached.clone(),
+        }
+    }
+}
+
+impl<K: fmt::Debug> fmt::Debug for EntityRef<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EntityRef")
+            .field("key", &self.key)
+            .field("open", &self.shared.open.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> EntityRef<K> {
+    pub(super) fn new(shared: Rc<Shared<K>>, key: K) -> Self {
+        EntityRef {
+            shared,
+            key,
+            cached: Cell::new(Cached::NONE),
+        }
+    }
+
+    /// The entity's key.
+    pub fn key(&self) -> &K {
+        &self.key
+    }
+}
+
+impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
+    /// Sends `message` to the entity, from the actor of `ctx`.
+    /// [`ErrorCode::Unavailable`] if the set has not started its init yet
+    /// or is shutting down (or gone); [`ErrorCode::InvalidArgument`] from
+    /// an actor of another locality.
+    #[inline]
+    pub fn send<A: Actor, M: Send + 'static>(
+        &self,
+        ctx: &mut Context<'_, A>,
+        message: M,
+    ) -> Result<()> {
+        let shared = &*self.shared;
+        if !shared.open.get() {
+            let why = "entity set not started, or shutting down";
+            return Err(Error::new(ErrorCode::Unavailable).with_context(why));
+        }
+        if shared.locality.get() != ctx.core.id() {
+            let why = "an entity ref sends from its set's locality only";
+            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+        }
+        let mut cached = self.cached.get();
+        if cached.version != shared.version.get() || cached.dest.is_none() {
+            cached = self.look_up();
+        }
+        ctx.core.enqueue(ToEntity {
+            shared: Rc::clone(&self.shared),
+            cached,
+            key: self.key.clone(),
+            sender: ctx.me,
+            message,
+        });
+        Ok(())
+    }
+
+    /// Reads the hash table: where the live instance is now, if any.
+    #[cold]
+    #[inline(never)]
+    fn look_up(&self) -> Cached {
+        let shared = &*self.shared;
+        let cached = match shared.index.borrow().get(&self.key) {
+            Some(&(idx, live)) if !live.dest.is_none() => Cached {
+                dest: live.dest,
+                actor: live.actor,
+                idx,
+                version: shared.version.get(),
+            },
+            _ => Cached::NONE,
+        };
+        self.cached.set(cached);
+        cached
+    }
+}
+
+/// An entity ref's message in the queue.
+struct ToEntity<K, M> {
+    shared: Rc<Shared<K>>,
+    cached: Cached,
+    key: K,
+    sender: Key,
+    message: M,
+}
+
+impl<K: Eq + Hash + Send + 'static, M: Send + 'static> Envelope<Core> for ToEntity<K, M> {
+    #[inline]
+    fn deliver(self, core: &mut Core) {
+        let ToEntity {
+            shared,
+            cached,
+            key,
+            sender,
+            message,
+        } = self;
+        if cached.version == shared.version.get()
+            && !cached.dest.is_none()
+            && operational(core, cached.actor)
+        {
+            shared.stamp(cached.idx, core.now);
+            return deliver_to(core, cached.dest, sender, message);
+        }
+        Routed {
+            shared,
+            key,
+            sender,
+            message,
+        }
+        .deliver(core);
+    }
+}
