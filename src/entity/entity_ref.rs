@@ -3,19 +3,21 @@
 //! the set's handler.
 //!
 //! The handle keeps, beside the key, what the set's hash table said of the
-//! entity when it was last read: the live instance's address and actor
-//! keys, its index in the set's table, and the set's *version* then. The
-//! set bumps its version whenever an entity stops being live (passivated,
-//! leaving on its own, gone) and when it closes, so while the version has
-//! not moved, an entity seen live is still live, with the same instance,
-//! having got everything the set held for it. A send reads the version
-//! (one word of the set's shared state, hot) and, if it moved, reads the
-//! hash table again. At delivery the message goes straight to the entity if
-//! the version is still the one the send saw and the entity's actor is
-//! operational (an entity may leave on its own before the set hears of
-//! it); otherwise it is delivered as a router's message, which decides with
-//! the hash table (straight to a live entity, or to the set as a
-//! [`Keyed`](super::Keyed)). Every decision is taken at delivery, in
+//! entity when it was last read: the live instance's address key, its
+//! index in the set's table, and the set's *version* then. The set bumps its version whenever an
+//! entity stops being live (passivated, leaving on its own, gone) and when
+//! it closes, and the core bumps it, synchronously, whenever an entity's
+//! actor leaves OPERATIONAL for whatever reason (its own shutdown, a
+//! failure: `entity::watch::leaving`), before the set hears of it. So
+//! while the version has not moved, an entity seen live (and operational)
+//! is still live, with the same instance, having got everything the set
+//! held for it, and operational. A send reads the version (a word of the
+//! set's shared state, hot), reads the hash table again if it moved, and
+//! queues what the cache says with the key. At delivery the message goes
+//! straight to the entity if the version is still the one the send saw:
+//! no hash, no read of the actor's state, nothing of the handle; otherwise
+//! it is delivered as a router's message (the hash table decides: straight
+//! to a live entity, or to the set as a [`Keyed`](super::Keyed)). Every decision is taken at delivery, in
 //! queue order, on what the set knows then: per-sender FIFO holds across
 //! refs, routers and `Keyed` sends.
 
@@ -35,7 +37,6 @@ use std::rc::Rc;
 #[derive(Clone, Copy)]
 struct Cached {
     dest: Key,
-    actor: Key,
     idx: u32,
     version: u64,
 }
@@ -44,7 +45,6 @@ impl Cached {
     /// Nothing cached: the next send reads the hash table.
     const NONE: Cached = Cached {
         dest: Key::NONE,
-        actor: Key::NONE,
         idx: u32::MAX,
         version: u64::MAX,
     };
@@ -59,13 +59,18 @@ impl Cached {
 /// per-sender FIFO with `Keyed` sends and [`EntityRouter`](crate::EntityRouter)
 /// sends), but a message for a live entity goes to it as a direct send
 /// does: the handle caches where the live instance is, and the set tells
-/// it (by a version it bumps) when that may have changed; then the handle
-/// looks the key up again. It keeps nothing in the set: a passivated
-/// entity still keeps 0 bytes there, whoever holds handles for it.
+/// it (by a version it bumps whenever an entity stops being live) when
+/// that may have changed; the next send then looks the key up again. It
+/// keeps nothing in the set: a passivated entity still keeps 0 bytes
+/// there, whoever holds handles for it.
+///
+/// A send clones the key (for the case the cache turns out stale at
+/// delivery): with keys that are costly to clone, prefer `Rc<str>` to
+/// `String`.
 ///
 /// Take it with [`EntityRouter::entity`](crate::EntityRouter::entity) or
-/// [`EntitySet::entity`](crate::EntitySet::entity); clones are cheap (they
-/// share nothing but the set's state). It is not `Send`.
+/// [`EntitySet::entity`](crate::EntitySet::entity); a clone copies the
+/// cache. It is not `Send`.
 pub struct EntityRef<K> {
     shared: Rc<Shared<K>>,
     key: K,
@@ -118,21 +123,18 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
         message: M,
     ) -> Result<()> {
         let shared = &*self.shared;
-        if !shared.open.get() {
-            let why = "entity set not started, or shutting down";
-            return Err(Error::new(ErrorCode::Unavailable).with_context(why));
-        }
-        if shared.locality.get() != ctx.core.id() {
-            let why = "an entity ref sends from its set's locality only";
-            return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
+        if !shared.open.get() || shared.locality.get() != ctx.core.id() {
+            return Err(self.refused());
         }
         let mut cached = self.cached.get();
         if cached.version != shared.version.get() || cached.dest.is_none() {
-            cached = self.look_up();
+            cached = self.look_up(ctx.core);
         }
         ctx.core.enqueue(ToEntity {
             shared: Rc::clone(&self.shared),
-            cached,
+            dest: cached.dest,
+            idx: cached.idx,
+            version: cached.version as u32,
             key: self.key.clone(),
             sender: ctx.me,
             message,
@@ -140,18 +142,38 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
         Ok(())
     }
 
-    /// Reads the hash table: where the live instance is now, if any.
+    /// Why a send is refused: the set is not open, or the sender is on
+    /// another locality.
     #[cold]
     #[inline(never)]
-    fn look_up(&self) -> Cached {
+    fn refused(&self) -> Error {
+        if !self.shared.open.get() {
+            let why = "entity set not started, or shutting down";
+            return Error::new(ErrorCode::Unavailable).with_context(why);
+        }
+        let why = "an entity ref sends from its set's locality only";
+        Error::new(ErrorCode::InvalidArgument).with_context(why)
+    }
+
+    /// Reads the hash table again: caches where the live instance is now
+    /// (live for the set, and its actor operational: the set may not have
+    /// heard yet that it left), or that it is not live (looked up again on
+    /// the next send: the version does not move when an entity starts).
+    #[cold]
+    #[inline(never)]
+    fn look_up(&self, core: &Core) -> Cached {
         let shared = &*self.shared;
+        let version = shared.version.get();
         let cached = match shared.index.borrow().get(&self.key) {
-            Some(&(idx, live)) if !live.dest.is_none() => Cached {
-                dest: live.dest,
-                actor: live.actor,
-                idx,
-                version: shared.version.get(),
-            },
+            Some(&(idx, live))
+                if shared.direct.get() && !live.dest.is_none() && operational(core, live.actor) =>
+            {
+                Cached {
+                    dest: live.dest,
+                    idx,
+                    version,
+                }
+            }
             _ => Cached::NONE,
         };
         self.cached.set(cached);
@@ -159,10 +181,15 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
     }
 }
 
-/// An entity ref's message in the queue.
+/// An entity ref's message in the queue: where the live instance was at
+/// the send, at which version (its low 32 bits: a message would have to
+/// wait behind 2^32 entities leaving to be fooled), and the key, for the
+/// case the version moved meanwhile.
 struct ToEntity<K, M> {
     shared: Rc<Shared<K>>,
-    cached: Cached,
+    dest: Key,
+    idx: u32,
+    version: u32,
     key: K,
     sender: Key,
     message: M,
@@ -173,24 +200,33 @@ impl<K: Eq + Hash + Send + 'static, M: Send + 'static> Envelope<Core> for ToEnti
     fn deliver(self, core: &mut Core) {
         let ToEntity {
             shared,
-            cached,
+            dest,
+            idx,
+            version,
             key,
             sender,
             message,
         } = self;
-        if cached.version == shared.version.get()
-            && !cached.dest.is_none()
-            && operational(core, cached.actor)
-        {
-            shared.stamp(cached.idx, core.now);
-            return deliver_to(core, cached.dest, sender, message);
+        if version == shared.version.get() as u32 && !dest.is_none() {
+            shared.stamp(idx, core.now);
+            return deliver_to(core, dest, sender, message);
         }
-        Routed {
-            shared,
-            key,
-            sender,
-            message,
-        }
-        .deliver(core);
+        stale(
+            Routed {
+                shared,
+                key,
+                sender,
+                message,
+            },
+            core,
+        );
     }
+}
+
+/// The cache was stale at delivery (or the entity not live): delivered as
+/// a router's message.
+#[cold]
+#[inline(never)]
+fn stale<K: Eq + Hash + Send + 'static, M: Send + 'static>(routed: Routed<K, M>, core: &mut Core) {
+    routed.deliver(core);
 }

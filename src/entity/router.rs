@@ -50,7 +50,9 @@ pub(super) struct Shared<K> {
     /// Bumped whenever an entity stops being live (or the set closes):
     /// what an [`EntityRef`](super::EntityRef) saw live at this version is
     /// live, with the same instance, while the version has not moved.
-    pub(super) version: Cell<u64>,
+    /// Shared with the set's supervisor state, where the core bumps it when
+    /// an entity leaves OPERATIONAL (`entity::watch::leaving`).
+    pub(super) version: Rc<Cell<u64>>,
     pub(super) index: Index<K, Live>,
     /// Use stamps by table index, written by routers and entity refs.
     pub(super) uses: Uses,
@@ -67,7 +69,7 @@ impl<K> Shared<K> {
             ordered: Cell::new(false),
             epoch: Cell::new(now),
             stamp: Cell::new((now, 1)),
-            version: Cell::new(0),
+            version: Rc::default(),
             index,
             uses,
         }
@@ -198,8 +200,9 @@ impl<K: Eq + Hash + Send + 'static, M: Send + 'static> Envelope<Core> for Routed
 
 /// Delivers `message` to the local address `dest` now, as the dispatch
 /// loop delivers a user message (kept apart from `UserEnvelope::deliver`
-/// so that the queue still inlines that one).
-#[inline]
+/// so that the queue still inlines that one; inlined in the envelopes
+/// that call it, which saves a call's prologue per message).
+#[inline(always)]
 pub(super) fn deliver_to<M: Send + 'static>(core: &mut Core, dest: Key, sender: Key, message: M) {
     crate::subscription::route(core, dest, sender, &message);
     if !matches!(core.next, Next::Done) {

@@ -498,6 +498,15 @@ where
             return ctx.fail(error);
         }
         make_supervisor(ctx.core, ctx.me);
+        // The core bumps the version when an entity leaves OPERATIONAL.
+        if let Some(sup) = ctx
+            .core
+            .actors
+            .get_mut(ctx.me)
+            .and_then(|c| c.supervisor.as_deref_mut())
+        {
+            sup.leaving = Some(Rc::clone(&self.shared.version));
+        }
         self.ordered = self.idle.is_some() || self.max_live.is_some();
         self.granularity = self.idle.map_or(Duration::ZERO, |idle| idle / 64);
         ctx.subscribe(Self::on_child_event);

@@ -282,13 +282,17 @@ fn enter(
     let Some(cell) = core.actors.get_mut(me) else {
         return false;
     };
+    let leaving = cell.state == ActorState::Operational && to != ActorState::Operational;
     set_cell_state(cell, to);
     let watched = watch::watched(cell);
-    if let Some(key) = cell
+    let timer_key = cell
         .rare
         .as_deref_mut()
-        .and_then(|r| r.lifecycle_timer.take())
-    {
+        .and_then(|r| r.lifecycle_timer.take());
+    if leaving {
+        crate::entity::watch::leaving(core, me);
+    }
+    if let Some(key) = timer_key {
         core.cancel_timer(key);
     }
     if let Some((after, action)) = timer {
