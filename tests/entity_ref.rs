@@ -312,6 +312,31 @@ fn ref_messages_behind_an_entity_that_leaves_or_fails_reach_its_next_instance() 
 }
 
 #[test]
+fn a_failing_entity_restarted_in_place_gets_its_ref_messages_in_order() {
+    let mut f = Fixture::new(None, |s| s.restart(commutator::RestartPolicy::OnFailure));
+    f.send(6, &[(F, N(1))]);
+    f.send(7, &[(F, N(100))]);
+    let mut want = got(6, 1, [1]);
+    want.extend(got(7, 1, [100]));
+    assert_eq!(f.at(0), want);
+    // 6 fails through its ref; what comes while it shuts down and waits
+    // for its restart goes to the restarted instance, in order; 7 is
+    // untouched, and its ref still sends straight to it.
+    f.send(6, &[(F, What::Boom)]);
+    assert_eq!(f.at(1), Vec::<String>::new());
+    f.send(6, &[(F, N(2)), (S, N(3)), (R, N(4)), (F, N(5))]);
+    f.send(7, &[(F, N(101))]);
+    assert_eq!(f.at(2), got(7, 1, [101]));
+    let mut want = vec!["devices/6 (1) shut down".to_string()];
+    want.extend(got(6, 2, 2..=5));
+    assert_eq!(f.at(20), want);
+    f.send(6, &[(F, N(6))]);
+    assert_eq!(f.at(21), got(6, 2, [6]));
+    let s = f.stats.get();
+    assert_eq!((s.restarts, s.created, s.live), (1, 2, 2));
+}
+
+#[test]
 fn at_the_cap_an_entity_used_through_its_ref_is_not_the_least_recently_used() {
     let mut f = Fixture::new(None, |s| s.max_live(2));
     f.send(1, &[(F, N(1))]);
