@@ -39,7 +39,7 @@ pub(super) struct Shared<K> {
     /// its shutdown).
     pub(super) direct: Cell<bool>,
     /// The set keeps an order of use (idle time or a cap): a delivery
-    /// stamps the entity's entry with the time.
+    /// stamps the entity's use (`uses`) with the time.
     pub(super) ordered: Cell<bool>,
     /// Time 0 of those stamps.
     pub(super) epoch: Cell<Instant>,
@@ -106,14 +106,16 @@ impl<K> Shared<K> {
 /// the first message, never lost, per-sender FIFO), but a message for a
 /// live entity goes to it without passing through the set's handler: one
 /// routing step, as a direct send. In a set with idle time or a cap, such
-/// a delivery counts as use: it stamps the entity's entry, which the set
+/// a delivery counts as use: it stamps the entity's use, which the set
 /// reads when the entity becomes its least recently used (so an entity
 /// used only through routers is passivated between the idle time and
 /// twice it after its last message).
 ///
 /// Take it with [`EntitySet::router`](crate::EntitySet::router) before
 /// spawning the set; clones are cheap. It is not `Send`: it works on the
-/// set's locality only.
+/// set's locality only. For a key sent to often, keep an
+/// [`EntityRef`](super::EntityRef) ([`entity`](EntityRouter::entity)):
+/// its sends skip the key's lookup too.
 pub struct EntityRouter<K> {
     pub(super) shared: Rc<Shared<K>>,
 }
