@@ -123,12 +123,14 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
         message: M,
     ) -> Result<()> {
         let shared = &*self.shared;
-        if !shared.open.get() || shared.locality.get() != ctx.core.id() {
+        if shared.locality.get() != ctx.core.id() {
             return Err(self.refused());
         }
-        let mut cached = self.cached.get();
+        // A live instance cached at the set's version: the set is open
+        // (closing moves the version).
+        let cached = self.cached.get();
         if cached.version != shared.version.get() || cached.dest.is_none() {
-            cached = self.look_up(ctx.core);
+            return self.send_stale(ctx, message);
         }
         ctx.core.enqueue(ToEntity {
             shared: Rc::clone(&self.shared),
@@ -139,6 +141,41 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
             sender: ctx.me,
             message,
         });
+        Ok(())
+    }
+
+    /// The cache is stale, or the entity was not live: refused if the set
+    /// is not open; else the cache is refreshed, and the message queued as
+    /// the cache says, or as a router's message if the entity is not live.
+    #[cold]
+    #[inline(never)]
+    fn send_stale<A: Actor, M: Send + 'static>(
+        &self,
+        ctx: &mut Context<'_, A>,
+        message: M,
+    ) -> Result<()> {
+        if !self.shared.open.get() {
+            return Err(self.refused());
+        }
+        let cached = self.look_up(ctx.core);
+        if cached.dest.is_none() {
+            ctx.core.enqueue(Routed {
+                shared: Rc::clone(&self.shared),
+                key: self.key.clone(),
+                sender: ctx.me,
+                message,
+            });
+        } else {
+            ctx.core.enqueue(ToEntity {
+                shared: Rc::clone(&self.shared),
+                dest: cached.dest,
+                idx: cached.idx,
+                version: cached.version as u32,
+                key: self.key.clone(),
+                sender: ctx.me,
+                message,
+            });
+        }
         Ok(())
     }
 
@@ -181,7 +218,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
     }
 }
 
-/// An entity ref's message in the queue: where the live instance was at
+/// An entity ref's message in the queue (queued only when the cache says
+/// live; a router's message otherwise): where the live instance was at
 /// the send, at which version (its low 32 bits: a message would have to
 /// wait behind 2^32 entities leaving to be fooled), and the key, for the
 /// case the version moved meanwhile.
@@ -207,7 +245,7 @@ impl<K: Eq + Hash + Send + 'static, M: Send + 'static> Envelope<Core> for ToEnti
             sender,
             message,
         } = self;
-        if version == shared.version.get() as u32 && !dest.is_none() {
+        if version == shared.version.get() as u32 {
             shared.stamp(idx, core.now);
             return deliver_to(core, dest, sender, message);
         }
