@@ -52,14 +52,16 @@ fn report(core: &mut Core, dest: Key, event: ChildEvent) {
     });
 }
 
-/// Actor `me` leaves OPERATIONAL: if its supervisor, on this locality,
-/// counts such steps (an entity set: its entity refs' cache goes stale),
-/// the count moves. Once per actor; a few loads for others.
+/// Actor `me` leaves OPERATIONAL (it starts shutting down, the only way
+/// out): if its supervisor, on this locality, counts such steps (an
+/// entity set: its entity refs' caches go stale), the count moves. Once
+/// per actor; a few loads for others.
+#[inline(never)]
 pub(crate) fn leaving(core: &Core, me: Key) {
     let Some(parent) = core.actors.get(me).and_then(|c| c.parent.as_ref()) else {
         return;
     };
-    if parent.address.locality_id() != core.id() {
+    if !parent.address.is_of(&core.shared) {
         return;
     }
     let Some(owner) = core.routes.address(parent.address.key()).map(|a| a.owner) else {
