@@ -282,17 +282,13 @@ fn enter(
     let Some(cell) = core.actors.get_mut(me) else {
         return false;
     };
-    let leaving = cell.state == ActorState::Operational && to != ActorState::Operational;
     set_cell_state(cell, to);
     let watched = watch::watched(cell);
-    let timer_key = cell
+    if let Some(key) = cell
         .rare
         .as_deref_mut()
-        .and_then(|r| r.lifecycle_timer.take());
-    if leaving {
-        crate::entity::watch::leaving(core, me);
-    }
-    if let Some(key) = timer_key {
+        .and_then(|r| r.lifecycle_timer.take())
+    {
         core.cancel_timer(key);
     }
     if let Some((after, action)) = timer {
