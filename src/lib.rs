@@ -391,7 +391,8 @@ pub use builder::{Builder, Elsewhere, Here};
 pub use context::{Context, Discovery, SubscriptionId};
 pub use dead_letter::{DeadLetter, DeadLetterReason};
 pub use entity::{
-    EntityRouter, EntitySet, EntityStats, Keyed, Pool, PoolStats, PoolStrategy, StatsHandle,
+    EntityRef, EntityRouter, EntitySet, EntityStats, Keyed, Pool, PoolStats, PoolStrategy,
+    StatsHandle,
 };
 pub use error::{Error, ErrorCode, Result, SendError};
 pub use future::FutureId;

@@ -10,7 +10,9 @@
 //!   and `e2_ordered_direct`: the same with the keys in the order the
 //!   entities were made (neighbours in memory). `e2_routed` and
 //!   `e2_ordered_routed`: as `e2_steady`, sent through an `EntityRouter`
-//!   (straight to the live entity, not through the set's handler). Whatever the counts are
+//!   (straight to the live entity, not through the set's handler). `e2_ref`
+//!   and `e2_ordered_ref`: as `e2_steady`, sent through an `EntityRef` per
+//!   key (no lookup of the key while the entity stays live). Whatever the counts are
 //!   divided by (`COMMUTATOR_BENCH_DIV` < 100: callgrind's runs), there are
 //!   100,000 entities: only the messages are fewer, so the difference of
 //!   two runs is the cost of a message among 100,000 entities.
@@ -26,7 +28,7 @@
 
 use super::{COUNTERS, Go, SCALE_DIV, done, n, new_system, timed};
 use commutator::prelude::*;
-use commutator::{EntityRouter, EntityStats, StatsHandle};
+use commutator::{EntityRef, EntityRouter, EntityStats, StatsHandle};
 use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -107,7 +109,25 @@ struct Feeder {
     total: u64,
     keys: u64,
     in_order: bool,
-    router: Option<EntityRouter<u64>>,
+    sends: Sends,
+}
+
+/// How the feeder of `e2` sends.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// `Keyed` to the set.
+    Set,
+    /// Through an `EntityRouter`.
+    Router,
+    /// Through an `EntityRef` per key (made before the timed part).
+    Ref,
+}
+
+/// How the feeder sends, with the handles it needs.
+enum Sends {
+    Set,
+    Router(EntityRouter<u64>),
+    Refs(Vec<EntityRef<u64>>),
 }
 
 impl Actor for Feeder {
@@ -128,12 +148,22 @@ impl Feeder {
             return;
         };
         let end = (self.sent + BATCH).min(self.total);
-        if let Some(router) = &self.router {
-            while self.sent < end {
-                let key = key_at(self.sent, self.keys, self.in_order);
-                router.send(ctx, key, Hit).expect("routed");
-                self.sent += 1;
+        match &self.sends {
+            Sends::Router(router) => {
+                while self.sent < end {
+                    let key = key_at(self.sent, self.keys, self.in_order);
+                    router.send(ctx, key, Hit).expect("routed");
+                    self.sent += 1;
+                }
             }
+            Sends::Refs(refs) => {
+                while self.sent < end {
+                    let key = key_at(self.sent, self.keys, self.in_order);
+                    refs[key as usize].send(ctx, Hit).expect("sent");
+                    self.sent += 1;
+                }
+            }
+            Sends::Set => {}
         }
         while self.sent < end {
             let key = key_at(self.sent, self.keys, self.in_order);
@@ -150,7 +180,7 @@ fn entity_system(
     total: u64,
     keys: u64,
     in_order: bool,
-    routed: bool,
+    via: Via,
 ) -> (System, Address, Address, Count, StatsHandle<EntityStats>) {
     let count = Count {
         hits: Rc::default(),
@@ -160,7 +190,11 @@ fn entity_system(
     let made = count.clone();
     let set = EntitySet::new(move |_: &u64| Entity(made.clone())).route::<Hit>();
     let stats = set.stats();
-    let router = routed.then(|| set.router());
+    let sends = match via {
+        Via::Set => Sends::Set,
+        Via::Router => Sends::Router(set.router()),
+        Via::Ref => Sends::Refs((0..keys).map(|k| set.entity(k)).collect()),
+    };
     let (mut system, root) = new_system(Feeder {
         set: None,
         me: None,
@@ -168,7 +202,7 @@ fn entity_system(
         total,
         keys,
         in_order,
-        router,
+        sends,
     });
     count.feeder.set(Some(root.clone()));
     let set = system
@@ -181,15 +215,15 @@ fn entity_system(
 
 fn e1() {
     let total = n(N_CREATE);
-    let (system, root, set, _count, stats) = entity_system(total, u64::MAX, true, false);
+    let (system, root, set, _count, stats) = entity_system(total, u64::MAX, true, Via::Set);
     timed("e1_create", total, system, &root, Go(Some(set), total));
     assert_eq!(stats.get().created, total, "one entity per key");
 }
 
-fn e2(workload: &str, in_order: bool, routed: bool) {
+fn e2(workload: &str, in_order: bool, via: Via) {
     let keys = live_keys();
     let total = n(N_STEADY);
-    let (mut system, root, set, count, stats) = entity_system(total, keys, in_order, routed);
+    let (mut system, root, set, count, stats) = entity_system(total, keys, in_order, via);
     count.target.set(u64::MAX);
     for key in 0..keys {
         system.send(&set, Keyed::new(key, Hit)).expect("warm-up");
@@ -434,22 +468,28 @@ pub(super) fn main(run: &dyn Fn(&str) -> bool) {
         e1();
     }
     if run("e2_steady") {
-        e2("e2_steady", false, false);
+        e2("e2_steady", false, Via::Set);
     }
     if run("e2_direct") {
         e2_direct("e2_direct", false);
     }
     if run("e2_ordered_steady") {
-        e2("e2_ordered_steady", true, false);
+        e2("e2_ordered_steady", true, Via::Set);
     }
     if run("e2_ordered_direct") {
         e2_direct("e2_ordered_direct", true);
     }
     if run("e2_routed") {
-        e2("e2_routed", false, true);
+        e2("e2_routed", false, Via::Router);
     }
     if run("e2_ordered_routed") {
-        e2("e2_ordered_routed", true, true);
+        e2("e2_ordered_routed", true, Via::Router);
+    }
+    if run("e2_ref") {
+        e2("e2_ref", false, Via::Ref);
+    }
+    if run("e2_ordered_ref") {
+        e2("e2_ordered_ref", true, Via::Ref);
     }
     if run("e3_memory") {
         e3();

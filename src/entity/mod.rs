@@ -7,7 +7,9 @@
 //! what is guaranteed.
 //!
 //! - `set.rs`: [`EntitySet`] and its routing by key; `router.rs`:
-//!   [`EntityRouter`], sends that skip the set for live entities; `set/instances.rs`:
+//!   [`EntityRouter`], sends that skip the set for live entities;
+//!   `entity_ref.rs`: [`EntityRef`], a handle per entity that also skips
+//!   the key's lookup; `set/instances.rs`:
 //!   creation, passivation, limits, idle time; `table.rs` keeps the
 //!   entities in least-recently-used order, by a hash of their keys
 //!   (`hash.rs`).
@@ -16,6 +18,7 @@
 //! - `settings.rs`: what a set or pool builds each child with.
 //! - `watch.rs`: the child events the core reports to them.
 
+mod entity_ref;
 mod hash;
 mod pool;
 mod router;
@@ -24,6 +27,7 @@ mod settings;
 mod table;
 pub(crate) mod watch;
 
+pub use entity_ref::EntityRef;
 pub use pool::{Pool, PoolStats, PoolStrategy};
 pub use router::EntityRouter;
 pub use set::{EntitySet, EntityStats};

@@ -13,7 +13,7 @@
 
 use super::Keyed;
 use super::set::Live;
-use super::table::Index;
+use super::table::{Index, Uses};
 use crate::actor::{Actor, ActorState};
 use crate::arena::Key;
 use crate::context::Context;
@@ -39,23 +39,62 @@ pub(super) struct Shared<K> {
     /// its shutdown).
     pub(super) direct: Cell<bool>,
     /// The set keeps an order of use (idle time or a cap): a delivery
-    /// stamps the entity's entry with the time.
+    /// stamps the entity's use (`uses`) with the time.
     pub(super) ordered: Cell<bool>,
     /// Time 0 of those stamps.
     pub(super) epoch: Cell<Instant>,
+    /// The last stamp made, and the locality's time it was made at (the
+    /// clock moves once per dispatch: the stamp is computed once per
+    /// dispatch).
+    stamp: Cell<(Instant, u64)>,
+    /// Bumped whenever an entity stops being live (or the set closes):
+    /// what an [`EntityRef`](super::EntityRef) saw live at this version is
+    /// live, with the same instance, while the version has not moved.
+    /// Shared with the set's supervisor state, where the core bumps it when
+    /// an entity leaves OPERATIONAL (`entity::watch::leaving`).
+    pub(super) version: Rc<Cell<u64>>,
     pub(super) index: Index<K, Live>,
+    /// Use stamps by table index, written by routers and entity refs.
+    pub(super) uses: Uses,
 }
 
 impl<K> Shared<K> {
-    pub(super) fn new(index: Index<K, Live>) -> Self {
+    pub(super) fn new(index: Index<K, Live>, uses: Uses) -> Self {
+        let now = Instant::now();
         Shared {
             set: Cell::new(Key::NONE),
             locality: Cell::new(u32::MAX),
             open: Cell::new(false),
             direct: Cell::new(false),
             ordered: Cell::new(false),
-            epoch: Cell::new(Instant::now()),
+            epoch: Cell::new(now),
+            stamp: Cell::new((now, 1)),
+            version: Rc::default(),
             index,
+            uses,
+        }
+    }
+
+    /// What an entity ref may have cached is stale now.
+    pub(super) fn invalidate(&self) {
+        self.version.set(self.version.get().wrapping_add(1));
+    }
+
+    /// Stamps the entity at table index `idx` as used at `now`, if the
+    /// set keeps an order of use.
+    #[inline]
+    pub(super) fn stamp(&self, idx: u32, now: Instant) {
+        if !self.ordered.get() {
+            return;
+        }
+        let (at, mut stamp) = self.stamp.get();
+        if at != now {
+            let since = now.saturating_duration_since(self.epoch.get());
+            stamp = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX).max(1);
+            self.stamp.set((now, stamp));
+        }
+        if let Some(used) = self.uses.borrow_mut().get_mut(idx as usize) {
+            *used = stamp;
         }
     }
 }
@@ -67,14 +106,16 @@ impl<K> Shared<K> {
 /// the first message, never lost, per-sender FIFO), but a message for a
 /// live entity goes to it without passing through the set's handler: one
 /// routing step, as a direct send. In a set with idle time or a cap, such
-/// a delivery counts as use: it stamps the entity's entry, which the set
+/// a delivery counts as use: it stamps the entity's use, which the set
 /// reads when the entity becomes its least recently used (so an entity
 /// used only through routers is passivated between the idle time and
 /// twice it after its last message).
 ///
 /// Take it with [`EntitySet::router`](crate::EntitySet::router) before
 /// spawning the set; clones are cheap. It is not `Send`: it works on the
-/// set's locality only.
+/// set's locality only. For a key sent to often, keep an
+/// [`EntityRef`](super::EntityRef) ([`entity`](EntityRouter::entity)):
+/// its sends skip the key's lookup too.
 pub struct EntityRouter<K> {
     pub(super) shared: Rc<Shared<K>>,
 }
@@ -125,12 +166,20 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRouter<K> {
     }
 }
 
+impl<K> EntityRouter<K> {
+    /// A handle for the entity of `key` that caches where its live
+    /// instance is: its sends do not look the key up (see [`EntityRef`](super::EntityRef)).
+    pub fn entity(&self, key: K) -> super::EntityRef<K> {
+        super::EntityRef::new(Rc::clone(&self.shared), key)
+    }
+}
+
 /// A router's message in the queue.
-struct Routed<K, M> {
-    shared: Rc<Shared<K>>,
-    key: K,
-    sender: Key,
-    message: M,
+pub(super) struct Routed<K, M> {
+    pub(super) shared: Rc<Shared<K>>,
+    pub(super) key: K,
+    pub(super) sender: Key,
+    pub(super) message: M,
 }
 
 impl<K: Eq + Hash + Send + 'static, M: Send + 'static> Envelope<Core> for Routed<K, M> {
@@ -153,9 +202,10 @@ impl<K: Eq + Hash + Send + 'static, M: Send + 'static> Envelope<Core> for Routed
 
 /// Delivers `message` to the local address `dest` now, as the dispatch
 /// loop delivers a user message (kept apart from `UserEnvelope::deliver`
-/// so that the queue still inlines that one).
-#[inline]
-fn deliver_to<M: Send + 'static>(core: &mut Core, dest: Key, sender: Key, message: M) {
+/// so that the queue still inlines that one; inlined in the envelopes
+/// that call it, which saves a call's prologue per message).
+#[inline(always)]
+pub(super) fn deliver_to<M: Send + 'static>(core: &mut Core, dest: Key, sender: Key, message: M) {
     crate::subscription::route(core, dest, sender, &message);
     if !matches!(core.next, Next::Done) {
         after(core, dest, sender, message);
@@ -180,19 +230,18 @@ fn after<M: Send + 'static>(core: &mut Core, dest: Key, sender: Key, message: M)
 /// operational; stamped as used now if the set keeps an order of use.
 #[inline]
 fn live<K: Eq + Hash>(shared: &Shared<K>, key: &K, core: &Core) -> Option<Key> {
-    let mut index = shared.index.borrow_mut();
-    let (_, live) = index.get_mut(key)?;
-    if live.dest.is_none()
-        || core
-            .actors
-            .get(live.actor)
-            .is_none_or(|c| c.state != ActorState::Operational)
-    {
+    let (idx, live) = *shared.index.borrow().get(key)?;
+    if live.dest.is_none() || !operational(core, live.actor) {
         return None;
     }
-    if shared.ordered.get() {
-        let since = core.now.saturating_duration_since(shared.epoch.get());
-        live.used = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX).max(1);
-    }
+    shared.stamp(idx, core.now);
     Some(live.dest)
+}
+
+/// The actor `actor` is operational.
+#[inline]
+pub(super) fn operational(core: &Core, actor: Key) -> bool {
+    core.actors
+        .get(actor)
+        .is_some_and(|c| c.state == ActorState::Operational)
 }

@@ -10,6 +10,7 @@ pub(super) use self::instances::Live;
 use self::instances::{Asked, Entity, Held, Phase, Plain};
 use self::requests::Asking;
 
+use super::entity_ref::EntityRef;
 use super::router::{EntityRouter, Shared};
 use super::settings::{ChildSettings, child_settings_methods};
 use super::table::Table;
@@ -169,7 +170,7 @@ where
     /// each new instance: after passivation, or a restart).
     pub fn new(factory: impl Fn(&K) -> E + 'static) -> Self {
         let table = Table::new();
-        let shared = Rc::new(Shared::new(table.index()));
+        let shared = Rc::new(Shared::new(table.index(), table.uses()));
         EntitySet {
             factory: Rc::new(factory),
             routes: Vec::new(),
@@ -278,6 +279,13 @@ where
         EntityRouter {
             shared: Rc::clone(&self.shared),
         }
+    }
+
+    /// A handle for the entity of `key` that caches where its live
+    /// instance is (see [`EntityRef`]); the same as
+    /// `self.router().entity(key)`.
+    pub fn entity(&self, key: K) -> EntityRef<K> {
+        EntityRef::new(Rc::clone(&self.shared), key)
     }
 
     fn check(&self) -> Result<()> {
@@ -490,6 +498,15 @@ where
             return ctx.fail(error);
         }
         make_supervisor(ctx.core, ctx.me);
+        // The core bumps the version when an entity leaves OPERATIONAL.
+        if let Some(sup) = ctx
+            .core
+            .actors
+            .get_mut(ctx.me)
+            .and_then(|c| c.supervisor.as_deref_mut())
+        {
+            sup.leaving = Some(Rc::clone(&self.shared.version));
+        }
         self.ordered = self.idle.is_some() || self.max_live.is_some();
         self.granularity = self.idle.map_or(Duration::ZERO, |idle| idle / 64);
         ctx.subscribe(Self::on_child_event);
@@ -509,6 +526,7 @@ where
         self.closing = true;
         self.shared.open.set(false);
         self.shared.direct.set(false);
+        self.shared.invalidate();
         if let Some(timer) = self.idle_timer.take() {
             ctx.cancel_timer(timer);
         }

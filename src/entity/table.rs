@@ -4,7 +4,9 @@
 //! hash table keeps a small `hot` value (what routing a message needs), so
 //! that a message to a live entity reads one bucket, not the entity's
 //! record too. The hash table is shared (an `Rc`) with the set's
-//! routers, which read where live entities are.
+//! routers, which read where live entities are; so are the use stamps
+//! (`Uses`, by index: entities made in order are neighbours there), which
+//! routers and entity refs write.
 
 use super::hash::Seeded;
 use slab::Slab;
@@ -15,6 +17,10 @@ use std::rc::Rc;
 
 /// Each key's index and hot value, shared with the set's routers.
 pub(super) type Index<K, H> = Rc<RefCell<HashMap<K, (u32, H), Seeded>>>;
+
+/// A use stamp per index (0: none since the set last read it), shared with
+/// the set's routers and entity refs, which write them.
+pub(super) type Uses = Rc<RefCell<Vec<u64>>>;
 
 /// No node: the end of the list.
 const NIL: u32 = u32::MAX;
@@ -32,6 +38,7 @@ struct Node<K, V> {
 /// per key in the hash table itself.
 pub(super) struct Table<K, V, H> {
     index: Index<K, H>,
+    uses: Uses,
     nodes: Slab<Node<K, V>>,
     /// Most recently used.
     head: u32,
@@ -43,6 +50,7 @@ impl<K: Clone + Eq + Hash, V, H: Copy> Table<K, V, H> {
     pub(super) fn new() -> Self {
         Table {
             index: Rc::new(RefCell::new(HashMap::with_hasher(Seeded::new()))),
+            uses: Uses::default(),
             nodes: Slab::new(),
             head: NIL,
             tail: NIL,
@@ -63,6 +71,19 @@ impl<K: Clone + Eq + Hash, V, H: Copy> Table<K, V, H> {
     /// The hash table, to share.
     pub(super) fn index(&self) -> Index<K, H> {
         Rc::clone(&self.index)
+    }
+
+    /// The use stamps, to share.
+    pub(super) fn uses(&self) -> Uses {
+        Rc::clone(&self.uses)
+    }
+
+    /// Takes the use stamp of the value at `idx` (0 if none), leaving 0.
+    pub(super) fn take_use(&self, idx: u32) -> u64 {
+        self.uses
+            .borrow_mut()
+            .get_mut(idx as usize)
+            .map_or(0, std::mem::take)
     }
 
     /// The index of the value of `key`, and its hot value.
@@ -93,6 +114,11 @@ impl<K: Clone + Eq + Hash, V, H: Copy> Table<K, V, H> {
         });
         let idx = u32::try_from(idx).expect("fewer than 2^32 entities in one set");
         self.index.borrow_mut().insert(key, (idx, hot));
+        let mut uses = self.uses.borrow_mut();
+        match uses.get_mut(idx as usize) {
+            Some(stamp) => *stamp = 0,
+            None => uses.resize(idx as usize + 1, 0),
+        }
         idx
     }
 
@@ -102,6 +128,9 @@ impl<K: Clone + Eq + Hash, V, H: Copy> Table<K, V, H> {
         self.unlink(idx);
         let node = self.nodes.remove(idx as usize);
         self.index.borrow_mut().remove(&node.key);
+        if let Some(stamp) = self.uses.borrow_mut().get_mut(idx as usize) {
+            *stamp = 0;
+        }
         self.shrink();
         (node.key, node.value)
     }
@@ -119,11 +148,15 @@ impl<K: Clone + Eq + Hash, V, H: Copy> Table<K, V, H> {
         if self.nodes.is_empty() {
             self.nodes = Slab::new();
             *index = HashMap::with_hasher(index.hasher().clone());
+            *self.uses.borrow_mut() = Vec::new();
         } else if index.capacity() > 64 && index.len() < index.capacity() / 4 {
             let len = index.len();
             index.shrink_to(len * 2);
             // The slab cannot move its values; it shrinks past its last one.
             self.nodes.shrink_to_fit();
+            let mut uses = self.uses.borrow_mut();
+            uses.truncate(self.nodes.capacity());
+            uses.shrink_to_fit();
         }
     }
 
@@ -245,5 +278,6 @@ mod tests {
         }
         assert_eq!(t.index.borrow().capacity(), 0);
         assert_eq!(t.nodes.capacity(), 0);
+        assert_eq!(t.uses.borrow().capacity(), 0);
     }
 }

@@ -8,7 +8,9 @@
 //! address; for every other supervisor each call costs a lookup and sends
 //! nothing. The event is queued behind what the supervisor just sent (the
 //! child's `Start`), so when the supervisor hears `Started`, the child has run
-//! its `on_start`.
+//! its `on_start`. [`leaving`] is synchronous: the core calls it when an
+//! actor leaves OPERATIONAL, and a supervisor that keeps a counter for it
+//! (an entity set's version) sees it move at once.
 
 use crate::address::Address;
 use crate::arena::Key;
@@ -48,6 +50,31 @@ fn report(core: &mut Core, dest: Key, event: ChildEvent) {
         sender: Key::FRAMEWORK,
         message: event,
     });
+}
+
+/// Actor `me` leaves OPERATIONAL (it starts shutting down, the only way
+/// out): if its supervisor, on this locality, counts such steps (an
+/// entity set: its entity refs' caches go stale), the count moves. Once
+/// per actor; a few loads for others.
+#[inline(never)]
+pub(crate) fn leaving(core: &Core, me: Key) {
+    let Some(parent) = core.actors.get(me).and_then(|c| c.parent.as_ref()) else {
+        return;
+    };
+    if !parent.address.is_of(&core.shared) {
+        return;
+    }
+    let Some(owner) = core.routes.address(parent.address.key()).map(|a| a.owner) else {
+        return;
+    };
+    if let Some(count) = core
+        .actors
+        .get(owner)
+        .and_then(|c| c.supervisor.as_deref())
+        .and_then(|s| s.leaving.as_ref())
+    {
+        count.set(count.get().wrapping_add(1));
+    }
 }
 
 /// Supervisor `me` started its child at `address`, in `slot`.

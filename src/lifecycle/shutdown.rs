@@ -63,6 +63,10 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         let after = r.config.shutdown_timeout?;
         Some((after, TimerAction::ShutdownTimeout))
     });
+    if before == ActorState::Operational {
+        // Its supervisor here may count it (an entity set's version).
+        crate::entity::watch::leaving(core, me);
+    }
     if enter(core, me, ActorState::ShuttingDown, timer) {
         let reason = core.actors.get(me).and_then(|c| c.reason.clone());
         let event = LifecycleEvent::ShuttingDown(reason.unwrap_or_else(Error::normal));

@@ -205,6 +205,9 @@ pub(crate) struct SupervisorState {
     /// Its hooks that are the trait's defaults, found on their first call
     /// (`HOOK_INIT`, `HOOK_SHUTDOWN`): not called again.
     pub(crate) default_hooks: u8,
+    /// Bumped when one of its children here leaves OPERATIONAL (an entity
+    /// set's version, `entity::watch::leaving`); `None` for most.
+    pub(crate) leaving: Option<std::rc::Rc<std::cell::Cell<u64>>>,
 }
 
 /// `Actor::on_child_init`, in [`SupervisorState::default_hooks`].
@@ -222,6 +225,7 @@ impl SupervisorState {
             held: BTreeSet::new(),
             registry: None,
             default_hooks: 0,
+            leaving: None,
         }
     }
 

@@ -107,16 +107,11 @@ pub(crate) struct Live {
     pub(crate) dest: Key,
     /// Its actor's key (for the state check).
     pub(crate) actor: Key,
-    /// When a router last delivered to it, in nanoseconds after the set's
-    /// epoch (0: not since it was last moved in the list of use). The set
-    /// reads it when the entity reaches the tail of that list.
-    pub(crate) used: u64,
 }
 
 pub(super) const NOT_LIVE: Live = Live {
     dest: Key::NONE,
     actor: Key::NONE,
-    used: 0,
 };
 
 /// No entity (in `by_slot`).
@@ -200,8 +195,15 @@ where
             e.phase = Phase::Stopping;
             self.stopping += 1;
             self.table.unlink(idx);
-            self.table.set_hot(idx, NOT_LIVE);
+            self.not_live(idx);
         }
+    }
+
+    /// The entity at `idx` is not live any more: routers and entity refs
+    /// send to the set from now on.
+    pub(super) fn not_live(&mut self, idx: u32) {
+        self.table.set_hot(idx, NOT_LIVE);
+        self.shared.invalidate();
     }
 
     /// Shuts a live entity down through its supervisor (the set).
@@ -213,7 +215,7 @@ where
         };
         e.phase = Phase::Stopping;
         self.stopping += 1;
-        self.table.set_hot(idx, NOT_LIVE);
+        self.not_live(idx);
         self.stats.update(|s| s.passivated += 1);
         tracing::debug!(entity = %address, why, "passivating");
         let reason = Error::normal().with_context(format!("{address} passivated: {why}"));
@@ -233,21 +235,19 @@ where
         }
     }
 
-    /// If a router delivered to the entity at `idx` since it was last
-    /// moved in the list of use, moves it to the front as used then: `true`.
+    /// If a router or an entity ref delivered to the entity at `idx` since
+    /// it was last moved in the list of use, moves it to the front as used
+    /// then: `true`.
     pub(super) fn fold_use(&mut self, idx: u32) -> bool {
-        let Some((_, live)) = self.table.find_hot(self.table.key(idx)) else {
-            return false;
-        };
-        let used = self.shared.epoch.get() + std::time::Duration::from_nanos(live.used);
+        let stamp = self.table.take_use(idx);
+        let used = self.shared.epoch.get() + std::time::Duration::from_nanos(stamp);
         let e = self.table.get_mut(idx);
-        if live.used == 0 || used <= e.last_active {
+        if stamp == 0 || used <= e.last_active {
             return false;
         }
         e.last_active = used;
         e.linked_at = used;
         self.table.touch(idx);
-        self.table.set_hot(idx, Live { used: 0, ..live });
         true
     }
 
@@ -344,14 +344,8 @@ where
         e.linked_at = now;
         self.table.touch(idx);
         let dest = address.key();
-        self.table.set_hot(
-            idx,
-            Live {
-                dest,
-                actor,
-                used: 0,
-            },
-        );
+        self.table.set_hot(idx, Live { dest, actor });
+        self.table.take_use(idx); // stamps of an earlier instance
         while self.table.get(idx).pending.is_some()
             && let Some(dest) = self.live_at(idx, ctx.core)
         {
@@ -391,7 +385,7 @@ where
             return;
         };
         self.table.unlink(idx);
-        self.table.set_hot(idx, NOT_LIVE);
+        self.not_live(idx);
         let e = self.table.get_mut(idx);
         if e.phase == Phase::Stopping {
             self.stopping -= 1;

@@ -1,0 +1,270 @@
+//! [`EntityRef`]: a handle per entity that caches where its live instance
+//! is, so that a send through it neither hashes the key nor passes through
+//! the set's handler.
+//!
+//! The handle keeps, beside the key, what the set's hash table said of the
+//! entity when it was last read: the live instance's address key, its
+//! index in the set's table, and the set's *version* then. The set bumps its version whenever an
+//! entity stops being live (passivated, leaving on its own, gone) and when
+//! it closes, and the core bumps it, synchronously, whenever an entity's
+//! actor leaves OPERATIONAL for whatever reason (its own shutdown, a
+//! failure: `entity::watch::leaving`), before the set hears of it. So
+//! while the version has not moved, an entity seen live (and operational)
+//! is still live, with the same instance, having got everything the set
+//! held for it, and operational. A send reads the version (a word of the
+//! set's shared state, hot), reads the hash table again if it moved, and
+//! queues what the cache says with the key. At delivery the message goes
+//! straight to the entity if the version is still the one the send saw:
+//! no hash, no read of the actor's state, nothing of the handle; otherwise
+//! it is delivered as a router's message (the hash table decides: straight
+//! to a live entity, or to the set as a [`Keyed`](super::Keyed)). Every decision is taken at delivery, in
+//! queue order, on what the set knows then: per-sender FIFO holds across
+//! refs, routers and `Keyed` sends.
+
+use super::router::{Routed, Shared, deliver_to, operational};
+use crate::actor::Actor;
+use crate::arena::Key;
+use crate::context::Context;
+use crate::error::{Error, ErrorCode, Result};
+use crate::locality::Core;
+use crate::queue::Envelope;
+use std::cell::Cell;
+use std::fmt;
+use std::hash::Hash;
+use std::rc::Rc;
+
+/// Where the live instance was, at a version of the set.
+#[derive(Clone, Copy)]
+struct Cached {
+    dest: Key,
+    idx: u32,
+    version: u64,
+}
+
+impl Cached {
+    /// Nothing cached: the next send reads the hash table.
+    const NONE: Cached = Cached {
+        dest: Key::NONE,
+        idx: u32::MAX,
+        version: u64::MAX,
+    };
+}
+
+/// A handle for the entity of one key of an
+/// [`EntitySet`](crate::EntitySet), kept by actors of the set's locality:
+/// [`send`](EntityRef::send) is the same as sending
+/// [`Keyed::new(key, message)`](crate::Keyed) to the set, with the same
+/// guarantees (made on the first message, held in order while not live,
+/// never given to a leaving instance, never lost through passivation,
+/// per-sender FIFO with `Keyed` sends and [`EntityRouter`](crate::EntityRouter)
+/// sends), but a message for a live entity goes to it as a direct send
+/// does: the handle caches where the live instance is, and the set tells
+/// it (by a version it bumps whenever an entity stops being live) when
+/// that may have changed; the next send then looks the key up again. It
+/// keeps nothing in the set: a passivated entity still keeps 0 bytes
+/// there, whoever holds handles for it.
+///
+/// A send clones the key (for the case the cache turns out stale at
+/// delivery): with keys that are costly to clone, prefer `Rc<str>` to
+/// `String`.
+///
+/// Take it with [`EntityRouter::entity`](crate::EntityRouter::entity) or
+/// [`EntitySet::entity`](crate::EntitySet::entity); a clone copies the
+/// cache. It is not `Send`.
+pub struct EntityRef<K> {
+    shared: Rc<Shared<K>>,
+    key: K,
+    cached: Cell<Cached>,
+}
+
+impl<K: Clone> Clone for EntityRef<K> {
+    fn clone(&self) -> Self {
+        EntityRef {
+            shared: Rc::clone(&self.shared),
+            key: self.key.clone(),
+            cached: self.cached.clone(),
+        }
+    }
+}
+
+impl<K: fmt::Debug> fmt::Debug for EntityRef<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EntityRef")
+            .field("key", &self.key)
+            .field("open", &self.shared.open.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> EntityRef<K> {
+    pub(super) fn new(shared: Rc<Shared<K>>, key: K) -> Self {
+        EntityRef {
+            shared,
+            key,
+            cached: Cell::new(Cached::NONE),
+        }
+    }
+
+    /// The entity's key.
+    pub fn key(&self) -> &K {
+        &self.key
+    }
+}
+
+impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
+    /// Sends `message` to the entity, from the actor of `ctx`.
+    /// [`ErrorCode::Unavailable`] if the set has not started its init yet
+    /// or is shutting down (or gone); [`ErrorCode::InvalidArgument`] from
+    /// an actor of another locality.
+    #[inline]
+    pub fn send<A: Actor, M: Send + 'static>(
+        &self,
+        ctx: &mut Context<'_, A>,
+        message: M,
+    ) -> Result<()> {
+        let shared = &*self.shared;
+        if shared.locality.get() != ctx.core.id() {
+            return Err(self.refused());
+        }
+        // A live instance cached at the set's version: the set is open
+        // (closing moves the version).
+        let cached = self.cached.get();
+        if cached.version != shared.version.get() || cached.dest.is_none() {
+            return self.send_stale(ctx, message);
+        }
+        ctx.core.enqueue(ToEntity {
+            shared: Rc::clone(&self.shared),
+            dest: cached.dest,
+            idx: cached.idx,
+            version: cached.version as u32,
+            key: self.key.clone(),
+            sender: ctx.me,
+            message,
+        });
+        Ok(())
+    }
+
+    /// The cache is stale, or the entity was not live: refused if the set
+    /// is not open; else the cache is refreshed, and the message queued as
+    /// the cache says, or as a router's message if the entity is not live.
+    #[cold]
+    #[inline(never)]
+    fn send_stale<A: Actor, M: Send + 'static>(
+        &self,
+        ctx: &mut Context<'_, A>,
+        message: M,
+    ) -> Result<()> {
+        if !self.shared.open.get() {
+            return Err(self.refused());
+        }
+        let cached = self.look_up(ctx.core);
+        if cached.dest.is_none() {
+            ctx.core.enqueue(Routed {
+                shared: Rc::clone(&self.shared),
+                key: self.key.clone(),
+                sender: ctx.me,
+                message,
+            });
+        } else {
+            ctx.core.enqueue(ToEntity {
+                shared: Rc::clone(&self.shared),
+                dest: cached.dest,
+                idx: cached.idx,
+                version: cached.version as u32,
+                key: self.key.clone(),
+                sender: ctx.me,
+                message,
+            });
+        }
+        Ok(())
+    }
+
+    /// Why a send is refused: the set is not open, or the sender is on
+    /// another locality.
+    #[cold]
+    #[inline(never)]
+    fn refused(&self) -> Error {
+        if !self.shared.open.get() {
+            let why = "entity set not started, or shutting down";
+            return Error::new(ErrorCode::Unavailable).with_context(why);
+        }
+        let why = "an entity ref sends from its set's locality only";
+        Error::new(ErrorCode::InvalidArgument).with_context(why)
+    }
+
+    /// Reads the hash table again: caches where the live instance is now
+    /// (live for the set, and its actor operational: the set may not have
+    /// heard yet that it left), or that it is not live (looked up again on
+    /// the next send: the version does not move when an entity starts).
+    #[cold]
+    #[inline(never)]
+    fn look_up(&self, core: &Core) -> Cached {
+        let shared = &*self.shared;
+        let version = shared.version.get();
+        let cached = match shared.index.borrow().get(&self.key) {
+            Some(&(idx, live))
+                if shared.direct.get() && !live.dest.is_none() && operational(core, live.actor) =>
+            {
+                Cached {
+                    dest: live.dest,
+                    idx,
+                    version,
+                }
+            }
+            _ => Cached::NONE,
+        };
+        self.cached.set(cached);
+        cached
+    }
+}
+
+/// An entity ref's message in the queue (queued only when the cache says
+/// live; a router's message otherwise): where the live instance was at
+/// the send, at which version (its low 32 bits: a message would have to
+/// wait behind 2^32 entities leaving to be fooled), and the key, for the
+/// case the version moved meanwhile.
+struct ToEntity<K, M> {
+    shared: Rc<Shared<K>>,
+    dest: Key,
+    idx: u32,
+    version: u32,
+    key: K,
+    sender: Key,
+    message: M,
+}
+
+impl<K: Eq + Hash + Send + 'static, M: Send + 'static> Envelope<Core> for ToEntity<K, M> {
+    #[inline]
+    fn deliver(self, core: &mut Core) {
+        let ToEntity {
+            shared,
+            dest,
+            idx,
+            version,
+            key,
+            sender,
+            message,
+        } = self;
+        if version == shared.version.get() as u32 {
+            shared.stamp(idx, core.now);
+            return deliver_to(core, dest, sender, message);
+        }
+        stale(
+            Routed {
+                shared,
+                key,
+                sender,
+                message,
+            },
+            core,
+        );
+    }
+}
+
+/// The cache was stale at delivery (or the entity not live): delivered as
+/// a router's message.
+#[cold]
+#[inline(never)]
+fn stale<K: Eq + Hash + Send + 'static, M: Send + 'static>(routed: Routed<K, M>, core: &mut Core) {
+    routed.deliver(core);
+}
