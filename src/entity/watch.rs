@@ -12,6 +12,7 @@
 //! actor leaves OPERATIONAL, and a supervisor that keeps a counter for it
 //! (an entity set's version) sees it move at once.
 
+use crate::actor::{ActorCell, Parent};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::Error;
@@ -58,13 +59,10 @@ fn report(core: &mut Core, dest: Key, event: ChildEvent) {
 /// per actor; a few loads for others.
 #[inline(never)]
 pub(crate) fn leaving(core: &Core, me: Key) {
-    let Some(parent) = core.actors.get(me).and_then(|c| c.parent.as_ref()) else {
+    let Some(Parent::Local { key, .. }) = core.actors.get(me).and_then(ActorCell::parent) else {
         return;
     };
-    if !parent.address.is_of(&core.shared) {
-        return;
-    }
-    let Some(owner) = core.routes.address(parent.address.key()).map(|a| a.owner) else {
+    let Some(owner) = core.routes.address(key).map(|a| a.owner) else {
         return;
     };
     if let Some(count) = core
