@@ -306,6 +306,18 @@ impl<T> Timers<T> {
         self.entries.get(key).map(|e| e.owner)
     }
 
+    /// What the pending timer at `key` carries.
+    #[inline]
+    pub(crate) fn action(&self, key: Key) -> Option<&T> {
+        self.entries.get(key).map(|e| &e.action)
+    }
+
+    /// What the pending timer at `key` carries, to change it.
+    #[inline]
+    pub(crate) fn action_mut(&mut self, key: Key) -> Option<&mut T> {
+        self.entries.get_mut(key).map(|e| &mut e.action)
+    }
+
     fn entry(&self, key: Key) -> &Entry<T> {
         self.entries.get(key).expect("heap holds only live timers")
     }
