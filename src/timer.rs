@@ -16,7 +16,10 @@
 //! linked in a list whose head the caller keeps (in the owner's record):
 //! cancelling one, or all of an owner's at once, needs no scan.
 
-use crate::arena::{Arena, Key};
+mod slots;
+
+use crate::arena::Key;
+use slots::{Slots, Vacancy};
 use smallvec::SmallVec;
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -44,6 +47,15 @@ const NIL: u32 = u32::MAX;
 enum Place {
     Heap(u32),
     List { list: u8, prev: u32, next: u32 },
+    /// Nowhere: the record's slot is free.
+    Vacant,
+}
+
+/// What a timer carries, with a placeholder for a free slot's record
+/// (never fired: the slot is vacant).
+pub(crate) trait Action {
+    /// The placeholder.
+    fn vacant() -> Self;
 }
 
 /// When a timer is due: `deadline` is `now + after` (the caller saturates
@@ -55,11 +67,38 @@ pub(crate) struct Due {
     pub(crate) seq: u64,
 }
 
-/// A pending timer.
-pub(crate) struct Entry<T> {
-    pub(crate) deadline: Instant,
+/// A pending timer's record, in its slot.
+pub(crate) struct Record<T> {
+    deadline: Instant,
     seq: u64,
     place: Place,
+    owner: Key,
+    /// The owner's list: the timer started before this one, and after.
+    older: u32,
+    newer: u32,
+    action: T,
+}
+
+impl<T: Action> Vacancy for Record<T> {
+    fn vacant() -> Self {
+        Record {
+            deadline: Instant::now(),
+            seq: 0,
+            place: Place::Vacant,
+            owner: Key::NONE,
+            older: NIL,
+            newer: NIL,
+            action: T::vacant(),
+        }
+    }
+    #[inline(always)]
+    fn is_vacant(&self) -> bool {
+        matches!(self.place, Place::Vacant)
+    }
+}
+
+/// A timer taken out of its set (fired or cancelled).
+pub(crate) struct Entry<T> {
     pub(crate) owner: Key,
     /// The owner's list: the timer started before this one, and after.
     older: u32,
@@ -82,7 +121,7 @@ impl List {
 
 /// A set of pending timers.
 pub(crate) struct Timers<T> {
-    entries: Arena<Entry<T>>,
+    entries: Slots<Record<T>>,
     lists: SmallVec<[List; 2]>,
     /// The list used last (a hint: checked before use).
     last: u8,
@@ -92,7 +131,7 @@ pub(crate) struct Timers<T> {
 impl<T> Default for Timers<T> {
     fn default() -> Self {
         Timers {
-            entries: Arena::default(),
+            entries: Slots::default(),
             lists: SmallVec::new(),
             last: 0,
             heap: Vec::new(),
@@ -100,7 +139,7 @@ impl<T> Default for Timers<T> {
     }
 }
 
-impl<T> Timers<T> {
+impl<T: Action> Timers<T> {
     /// Starts a timer of `owner`, whose list of timers starts at `*head`
     /// (`Key::NONE`: empty). Timers of one `after` share a list, so `after`
     /// must be the duration the deadline was computed from, and the clock
@@ -114,48 +153,42 @@ impl<T> Timers<T> {
         } = due;
         let newest = *head;
         let older = self.entries.get(newest).map_or(NIL, |_| newest.idx);
-        let key = match self.list_for(after) {
+        let list = self.list_for(after);
+        let place = match list {
+            Some(list) => Place::List {
+                list: list as u8,
+                prev: self.lists[list].tail,
+                next: NIL,
+            },
+            None => Place::Heap(self.heap.len() as u32),
+        };
+        // Written in place, field by field.
+        let (key, record) = self.entries.insert();
+        record.deadline = deadline;
+        record.seq = seq;
+        record.place = place;
+        record.owner = owner;
+        record.older = older;
+        record.newer = NIL;
+        record.action = action;
+        match list {
             Some(list) => {
                 let tail = self.lists[list].tail;
-                let key = self.entries.insert(Entry {
-                    deadline,
-                    seq,
-                    place: Place::List {
-                        list: list as u8,
-                        prev: tail,
-                        next: NIL,
-                    },
-                    owner,
-                    older,
-                    newer: NIL,
-                    action,
-                });
                 match self.entries.get_mut_at(tail) {
-                    Some(Entry {
+                    Some(Record {
                         place: Place::List { next, .. },
                         ..
                     }) => *next = key.idx,
                     _ => self.lists[list].head = key.idx,
                 }
                 self.lists[list].tail = key.idx;
-                key
             }
             None => {
                 let pos = self.heap.len();
-                let key = self.entries.insert(Entry {
-                    deadline,
-                    seq,
-                    place: Place::Heap(pos as u32),
-                    owner,
-                    older,
-                    newer: NIL,
-                    action,
-                });
                 self.heap.push(key);
                 self.sift_up(pos);
-                key
             }
-        };
+        }
         if let Some(e) = self.entries.get_mut_at(older) {
             e.newer = key.idx;
         }
@@ -216,8 +249,17 @@ impl<T> Timers<T> {
         match place {
             Place::Heap(pos) => self.remove_at(pos as usize),
             Place::List { list, prev, next } => self.unlink(list, prev, next),
+            Place::Vacant => return None,
         }
-        self.entries.remove(key)
+        // Read in place; the slot keeps a vacant record.
+        let record = self.entries.remove(key)?;
+        record.place = Place::Vacant;
+        Some(Entry {
+            owner: record.owner,
+            older: record.older,
+            newer: record.newer,
+            action: std::mem::replace(&mut record.action, T::vacant()),
+        })
     }
 
     /// Takes a removed timer out of its owner's list, whose head is `*head`.
@@ -246,14 +288,14 @@ impl<T> Timers<T> {
     fn unlink(&mut self, list: u8, prev: u32, next: u32) {
         let list = &mut self.lists[usize::from(list)];
         match self.entries.get_mut_at(prev) {
-            Some(Entry {
+            Some(Record {
                 place: Place::List { next: n, .. },
                 ..
             }) => *n = next,
             _ => list.head = next,
         }
         match self.entries.get_mut_at(next) {
-            Some(Entry {
+            Some(Record {
                 place: Place::List { prev: p, .. },
                 ..
             }) => *p = prev,
@@ -307,18 +349,18 @@ impl<T> Timers<T> {
     }
 
     /// What the pending timer at `key` carries.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn action(&self, key: Key) -> Option<&T> {
         self.entries.get(key).map(|e| &e.action)
     }
 
     /// What the pending timer at `key` carries, to change it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn action_mut(&mut self, key: Key) -> Option<&mut T> {
         self.entries.get_mut(key).map(|e| &mut e.action)
     }
 
-    fn entry(&self, key: Key) -> &Entry<T> {
+    fn entry(&self, key: Key) -> &Record<T> {
         self.entries.get(key).expect("heap holds only live timers")
     }
 
@@ -381,6 +423,12 @@ impl<T> Timers<T> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    impl Action for u32 {
+        fn vacant() -> Self {
+            0
+        }
+    }
 
     /// A timer set with its owner's list (one owner) and sequence.
     struct Set {

@@ -63,6 +63,13 @@ impl<R: Request> Pending for Payload<R> {
     }
 }
 
+impl crate::timer::Action for PendingRequest {
+    /// A free slot's placeholder (a request is never settled from it).
+    fn vacant() -> Self {
+        PendingRequest(None)
+    }
+}
+
 impl PendingRequest {
     /// Ends the request without a reply now, or (its payload lent) when
     /// the payload comes back.
