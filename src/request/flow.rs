@@ -142,6 +142,7 @@ pub(crate) fn send<R: Request>(
 }
 
 /// Sends a reply (or the server's error) for `request`.
+#[inline]
 pub(crate) fn reply<R: Request>(
     core: &mut Core,
     me: Key,
@@ -149,38 +150,61 @@ pub(crate) fn reply<R: Request>(
     result: Result<R::Response, Error>,
 ) {
     if let Some(watcher) = &request.watcher {
-        core.send(watcher, me, super::Answered(request.id));
+        answered(core, me, watcher, request.id);
     }
     let id = request.id;
     let to = &request.payload.reply_to;
-    if to.is_of(&core.shared) {
-        // While the request is pending, the response takes the payload from
-        // its record (lent to this request now, it is back there before
-        // the reply is delivered); otherwise (a late reply, shown by
-        // inspection) the reply carries it.
-        let held = id.locality == core.id()
-            && core.inspect.level == 0
-            && core.requests.action(id.key).is_some();
-        core.enqueue(ReplyEnvelope {
-            dest: to.key(),
-            sender: me,
-            id,
-            payload: (!held).then(|| request.payload.clone()),
-            result,
-            settled: false,
-        });
+    if !to.is_of(&core.shared) {
+        return reply_elsewhere(core, request, result);
+    }
+    // While the request is pending, the response takes the payload from
+    // its record (lent to this request now, it is back there before the
+    // reply is delivered); otherwise (a late reply, shown by inspection)
+    // the reply carries it.
+    let held = id.locality == core.id()
+        && core.inspect.level == 0
+        && core.requests.action(id.key).is_some();
+    let payload = if held {
+        None
     } else {
-        let envelope = ReplyEnvelope {
-            dest: to.key(),
-            sender: Key::NONE,
-            id,
-            payload: Some(request.payload.clone()),
-            result,
-            settled: false,
-        };
-        if !core.post_reply(to, Box::new(envelope)) {
-            core.stats.dropped_closed += 1;
-        }
+        Some(request.payload.clone())
+    };
+    core.enqueue(ReplyEnvelope {
+        dest: to.key(),
+        sender: me,
+        id,
+        payload,
+        result,
+        settled: false,
+    });
+}
+
+/// Tells the watcher of a forwarded request that it is answered.
+#[cold]
+#[inline(never)]
+fn answered(core: &mut Core, me: Key, watcher: &Address, id: RequestId) {
+    core.send(watcher, me, super::Answered(id));
+}
+
+/// A reply to a requester of another locality.
+#[cold]
+#[inline(never)]
+fn reply_elsewhere<R: Request>(
+    core: &mut Core,
+    request: &RequestMsg<R>,
+    result: Result<R::Response, Error>,
+) {
+    let to = &request.payload.reply_to;
+    let envelope = ReplyEnvelope {
+        dest: to.key(),
+        sender: Key::NONE,
+        id: request.id,
+        payload: Some(request.payload.clone()),
+        result,
+        settled: false,
+    };
+    if !core.post_reply(to, Box::new(envelope)) {
+        core.stats.dropped_closed += 1;
     }
 }
 

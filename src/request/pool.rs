@@ -7,15 +7,16 @@ use crate::address::Address;
 use crate::arena::Key;
 use crate::request::Request;
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// Payload allocations waiting for the next request of their type, and the
 /// requests that ended while their payload was lent out.
 #[derive(Default)]
 pub(crate) struct Payloads {
-    by_type: HashMap<TypeId, Box<dyn Any>, BuildHasherDefault<TypeIdHasher>>,
+    /// The spares of each payload type (a `Vec<Arc<Payload<R>>>`), the type
+    /// used last first: a program has a few request types, and a stream of
+    /// requests mostly uses one (a short scan, cheaper than hashing).
+    by_type: Vec<(TypeId, Box<dyn Any>)>,
     /// Requests to a server of this locality that ended (timeout, cancel,
     /// requester gone: key, requester, how) while their `RequestMsg` was
     /// queued or being handled: the payload was lent to it, so they are
@@ -37,11 +38,7 @@ impl Payloads {
         reply_to: &Address,
         server: Server,
     ) -> Arc<Payload<R>> {
-        let spare = self
-            .by_type
-            .get_mut(&TypeId::of::<R>())
-            .and_then(|pool| pool.downcast_mut::<Vec<Arc<Payload<R>>>>())
-            .and_then(Vec::pop);
+        let spare = self.spares_of::<R>().and_then(Vec::pop);
         // A spare of a type without drop glue may still be held by a kept
         // `RequestMsg` (see `give`): then it is left to that one.
         if let Some(mut arc) = spare
@@ -80,15 +77,37 @@ impl Payloads {
                 unique.server = Server::Here(Key::NONE); // no address kept alive by a spare
             }
         }
-        let pool = self
-            .by_type
-            .entry(TypeId::of::<R>())
-            .or_insert_with(|| Box::new(Vec::<Arc<Payload<R>>>::new()));
-        if let Some(pool) = pool.downcast_mut::<Vec<Arc<Payload<R>>>>()
-            && pool.len() < SPARE
-        {
-            pool.push(payload);
+        if self.spares_of::<R>().is_none() {
+            let spares: Vec<Arc<Payload<R>>> = Vec::new();
+            self.by_type.push((TypeId::of::<R>(), Box::new(spares)));
         }
+        if let Some(spares) = self.spares_of::<R>()
+            && spares.len() < SPARE
+        {
+            spares.push(payload);
+        }
+    }
+
+    /// The spares of payload type `R`, moved to the front if found further
+    /// on (the type used last is found first).
+    #[inline(always)]
+    fn spares_of<R: Request>(&mut self) -> Option<&mut Vec<Arc<Payload<R>>>> {
+        let id = TypeId::of::<R>();
+        let at = match self.by_type.first() {
+            Some((first, _)) if *first == id => 0,
+            _ => self.find::<R>()?,
+        };
+        self.by_type[at].1.downcast_mut()
+    }
+
+    /// Where the spares of `R` are (moved to the front).
+    #[cold]
+    #[inline(never)]
+    fn find<R: Request>(&mut self) -> Option<usize> {
+        let id = TypeId::of::<R>();
+        let at = self.by_type.iter().position(|(t, _)| *t == id)?;
+        self.by_type.swap(0, at);
+        Some(0)
     }
 
     /// Request `key` of `requester` ended (`outcome`) while its payload was
@@ -108,8 +127,9 @@ impl Payloads {
     #[cfg(test)]
     pub(crate) fn spares<R: Request>(&self) -> usize {
         self.by_type
-            .get(&TypeId::of::<R>())
-            .and_then(|pool| pool.downcast_ref::<Vec<Arc<Payload<R>>>>())
+            .iter()
+            .find(|(t, _)| *t == TypeId::of::<R>())
+            .and_then(|(_, pool)| pool.downcast_ref::<Vec<Arc<Payload<R>>>>())
             .map_or(0, Vec::len)
     }
 
@@ -117,26 +137,5 @@ impl Payloads {
     #[cfg(test)]
     pub(crate) fn lent_ended(&self) -> usize {
         self.lent.len()
-    }
-}
-
-/// `TypeId` is already a hash: fold its bits instead of hashing them again.
-#[derive(Default)]
-struct TypeIdHasher(u64);
-
-impl Hasher for TypeIdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 ^= n;
-    }
-    fn write_u128(&mut self, n: u128) {
-        self.0 ^= (n as u64) ^ ((n >> 64) as u64);
     }
 }
