@@ -142,6 +142,11 @@ pub(crate) fn send<R: Request>(
 }
 
 /// Sends a reply (or the server's error) for `request`.
+///
+/// The common case (a requester of this locality, no watcher) calls
+/// nothing before the reply is queued, so that `result` stays in registers
+/// (spilled around a call, it was stored in parts and read back whole: a
+/// stall on the forwarded stores).
 #[inline]
 pub(crate) fn reply<R: Request>(
     core: &mut Core,
@@ -149,14 +154,21 @@ pub(crate) fn reply<R: Request>(
     request: &RequestMsg<R>,
     result: Result<R::Response, Error>,
 ) {
-    if let Some(watcher) = &request.watcher {
-        answered(core, me, watcher, request.id);
+    if request.watcher.is_some() || !request.payload.reply_to.is_of(&core.shared) {
+        return reply_slow(core, me, request, result);
     }
+    reply_here(core, me, request, result);
+}
+
+/// Queues a reply to a requester of this locality.
+#[inline(always)]
+fn reply_here<R: Request>(
+    core: &mut Core,
+    me: Key,
+    request: &RequestMsg<R>,
+    result: Result<R::Response, Error>,
+) {
     let id = request.id;
-    let to = &request.payload.reply_to;
-    if !to.is_of(&core.shared) {
-        return reply_elsewhere(core, request, result);
-    }
     // While the request is pending, the response takes the payload from
     // its record (lent to this request now, it is back there before the
     // reply is delivered); otherwise (a late reply, shown by inspection)
@@ -170,7 +182,7 @@ pub(crate) fn reply<R: Request>(
         Some(request.payload.clone())
     };
     core.enqueue(ReplyEnvelope {
-        dest: to.key(),
+        dest: request.payload.reply_to.key(),
         sender: me,
         id,
         payload,
@@ -179,22 +191,23 @@ pub(crate) fn reply<R: Request>(
     });
 }
 
-/// Tells the watcher of a forwarded request that it is answered.
+/// A reply to a forwarded request (its watcher is told), or to a
+/// requester of another locality.
 #[cold]
 #[inline(never)]
-fn answered(core: &mut Core, me: Key, watcher: &Address, id: RequestId) {
-    core.send(watcher, me, super::Answered(id));
-}
-
-/// A reply to a requester of another locality.
-#[cold]
-#[inline(never)]
-fn reply_elsewhere<R: Request>(
+fn reply_slow<R: Request>(
     core: &mut Core,
+    me: Key,
     request: &RequestMsg<R>,
     result: Result<R::Response, Error>,
 ) {
+    if let Some(watcher) = &request.watcher {
+        core.send(watcher, me, super::Answered(request.id));
+    }
     let to = &request.payload.reply_to;
+    if to.is_of(&core.shared) {
+        return reply_here(core, me, request, result);
+    }
     let envelope = ReplyEnvelope {
         dest: to.key(),
         sender: Key::NONE,
