@@ -102,16 +102,17 @@ pub(crate) fn send<R: Request>(
     timeout: Duration,
 ) -> RequestId {
     let due = core.due(timeout);
-    let Some(reply_address) = core.routes.address(reply_to).map(|a| &a.address) else {
-        return RequestId::NONE; // not reachable: the caller checked the address
-    };
     let here = to.is_of(&core.shared);
     let server = if here {
         Server::Here(to.key())
     } else {
         Server::Elsewhere(to.clone())
     };
-    let payload = core.payloads.take(payload, reply_address, server);
+    let routes = &core.routes;
+    let reply_address = || routes.address(reply_to).map(|a| a.address.clone());
+    let Some(payload) = core.payloads.take(payload, reply_to, reply_address, server) else {
+        return RequestId::NONE; // not reachable: the caller checked the address
+    };
     let Some(cell) = core.actors.get_mut(me) else {
         // Not reachable from a handler (its actor is live); refuse quietly.
         return RequestId::NONE;

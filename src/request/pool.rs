@@ -28,34 +28,39 @@ pub(crate) struct Payloads {
 const SPARE: usize = 32;
 
 impl Payloads {
-    /// A payload holding `value`, replies going to `reply_to`: a spare
+    /// A payload holding `value`, replies going to `reply_to` (a key of
+    /// this locality, whose address `reply_address` gives): a spare
     /// allocation if there is one (its reply address is kept when it is the
-    /// same, the common case: no `Address` clone).
+    /// same, the common case: no lookup, no `Address` clone). `None` if the
+    /// reply address is gone.
     #[inline]
     pub(super) fn take<R: Request>(
         &mut self,
         value: R,
-        reply_to: &Address,
+        reply_to: Key,
+        reply_address: impl FnOnce() -> Option<Address>,
         server: Server,
-    ) -> Arc<Payload<R>> {
+    ) -> Option<Arc<Payload<R>>> {
         let spare = self.spares_of::<R>().and_then(Vec::pop);
         // A spare of a type without drop glue may still be held by a kept
         // `RequestMsg` (see `give`): then it is left to that one.
         if let Some(mut arc) = spare
             && let Some(payload) = Arc::get_mut(&mut arc)
         {
+            // A spare's reply address is one of this locality's: the same
+            // key is the same address.
+            if payload.reply_to.key() != reply_to {
+                payload.reply_to = reply_address()?;
+            }
             payload.value = Some(value);
             payload.server = server;
-            if payload.reply_to != *reply_to {
-                payload.reply_to = reply_to.clone();
-            }
-            return arc;
+            return Some(arc);
         }
-        Arc::new(Payload {
+        Some(Arc::new(Payload {
             value: Some(value),
-            reply_to: reply_to.clone(),
+            reply_to: reply_address()?,
             server,
-        })
+        }))
     }
 
     /// Takes back a payload after its response was delivered: if nobody else
