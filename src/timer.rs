@@ -348,12 +348,6 @@ impl<T: Action> Timers<T> {
         self.entries.get(key).map(|e| e.owner)
     }
 
-    /// What the pending timer at `key` carries.
-    #[inline(always)]
-    pub(crate) fn action(&self, key: Key) -> Option<&T> {
-        self.entries.get(key).map(|e| &e.action)
-    }
-
     /// What the pending timer at `key` carries, to change it.
     #[inline(always)]
     pub(crate) fn action_mut(&mut self, key: Key) -> Option<&mut T> {

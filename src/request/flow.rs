@@ -170,13 +170,11 @@ fn reply_here<R: Request>(
     result: Result<R::Response, Error>,
 ) {
     let id = request.id;
-    // While the request is pending, the response takes the payload from
-    // its record (lent to this request now, it is back there before the
-    // reply is delivered); otherwise (a late reply, shown by inspection)
-    // the reply carries it.
-    let held = id.locality == core.id()
-        && core.inspect.level == 0
-        && core.requests.action(id.key).is_some();
+    // The response takes the payload from the pending record (lent to this
+    // request now, it is back there before the reply is delivered). A late
+    // reply is only counted, so it needs none, except to be shown by
+    // inspection: with inspection on, the reply carries it.
+    let held = id.locality == core.id() && core.inspect.level == 0;
     let payload = if held {
         None
     } else {
@@ -414,7 +412,11 @@ impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
             }
         };
         let Some(request) = request else {
-            return; // not reachable: a reply carries the payload when the record lends it
+            // Not reachable: a payload is lent only while its request is
+            // queued to the server or handled there, and any reply made by
+            // then is delivered after the payload is back.
+            debug_assert!(false, "a reply found its request's payload lent");
+            return;
         };
         let response = Response {
             id,
