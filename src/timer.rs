@@ -20,7 +20,6 @@ mod slots;
 
 use crate::arena::Key;
 use slots::{Slots, Vacancy};
-use smallvec::SmallVec;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -107,6 +106,7 @@ pub(crate) struct Entry<T> {
 }
 
 /// The timers of one duration, oldest first.
+#[derive(Clone, Copy)]
 struct List {
     after: Duration,
     head: u32,
@@ -122,7 +122,10 @@ impl List {
 /// A set of pending timers.
 pub(crate) struct Timers<T> {
     entries: Slots<Record<T>>,
-    lists: SmallVec<[List; 2]>,
+    /// The lists, the first `used` of them taken (in place: no indirection
+    /// on a timer's start).
+    lists: [List; MAX_LISTS],
+    used: u8,
     /// The list used last (a hint: checked before use).
     last: u8,
     heap: Vec<Key>,
@@ -132,7 +135,12 @@ impl<T> Default for Timers<T> {
     fn default() -> Self {
         Timers {
             entries: Slots::default(),
-            lists: SmallVec::new(),
+            lists: [List {
+                after: Duration::ZERO,
+                head: NIL,
+                tail: NIL,
+            }; MAX_LISTS],
+            used: 0,
             last: 0,
             heap: Vec::new(),
         }
@@ -202,7 +210,7 @@ impl<T: Action> Timers<T> {
     fn list_for(&mut self, after: Duration) -> Option<usize> {
         // Most starts use the duration of the one before (a request timeout).
         let last = usize::from(self.last);
-        if self.lists.get(last).is_some_and(|l| l.after == after) {
+        if self.lists().get(last).is_some_and(|l| l.after == after) {
             return Some(last);
         }
         let i = self.find_list(after)?;
@@ -212,19 +220,15 @@ impl<T: Action> Timers<T> {
 
     /// The list for timers of `after`, made if there is room.
     fn find_list(&mut self, after: Duration) -> Option<usize> {
-        if let Some(i) = self.lists.iter().position(|l| l.after == after) {
+        if let Some(i) = self.lists().iter().position(|l| l.after == after) {
             return Some(i);
         }
-        let free = self.lists.iter().position(List::is_empty);
+        let free = self.lists().iter().position(List::is_empty);
         let i = match free {
             Some(i) => i,
-            None if self.lists.len() < MAX_LISTS => {
-                self.lists.push(List {
-                    after,
-                    head: NIL,
-                    tail: NIL,
-                });
-                self.lists.len() - 1
+            None if usize::from(self.used) < MAX_LISTS => {
+                self.used += 1;
+                usize::from(self.used) - 1
             }
             None => return None,
         };
@@ -305,7 +309,7 @@ impl<T: Action> Timers<T> {
 
     /// The earliest pending timer: its key, deadline and start sequence.
     pub(crate) fn earliest(&self) -> Option<(Key, Instant, u64)> {
-        let heads = self.lists.iter().map(|l| self.key_at(l.head));
+        let heads = self.lists().iter().map(|l| self.key_at(l.head));
         let top = self.heap.first().copied();
         heads
             .chain(top)
@@ -331,6 +335,12 @@ impl<T: Action> Timers<T> {
 
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// The lists taken.
+    #[inline(always)]
+    fn lists(&self) -> &[List] {
+        &self.lists[..usize::from(self.used)]
     }
 
     /// The key of the live entry at slot `idx` (`Key::NONE` for [`NIL`]).
@@ -505,14 +515,14 @@ mod tests {
         let keys: Vec<Key> = (0..3 * MAX_LISTS as u64)
             .map(|i| s.start(t0, 0, 100 - i))
             .collect();
-        assert_eq!(s.t.lists.len(), MAX_LISTS);
+        assert_eq!(s.t.lists().len(), MAX_LISTS);
         assert_eq!(s.t.heap.len(), 2 * MAX_LISTS);
         let order = s.fired(t0 + Duration::from_secs(1));
         let expected: Vec<Key> = keys.iter().rev().copied().collect();
         assert_eq!(order, expected);
         // Emptied lists are reused by new durations.
         s.start(t0, 0, 1000);
-        assert_eq!(s.t.lists.len(), MAX_LISTS);
+        assert_eq!(s.t.lists().len(), MAX_LISTS);
         assert!(s.t.heap.is_empty());
     }
 
