@@ -45,7 +45,11 @@ const NIL: u32 = u32::MAX;
 #[derive(Clone, Copy)]
 enum Place {
     Heap(u32),
-    List { list: u8, prev: u32, next: u32 },
+    List {
+        list: u8,
+        prev: u32,
+        next: u32,
+    },
     /// Nowhere: the record's slot is free.
     Vacant,
 }

@@ -408,7 +408,9 @@ impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
             };
             match (payload, pending.0) {
                 (Some(payload), _) => Some(payload),
-                (None, held) => held.and_then(|p| (p as Arc<dyn Any + Send + Sync>).downcast().ok()),
+                (None, held) => {
+                    held.and_then(|p| (p as Arc<dyn Any + Send + Sync>).downcast().ok())
+                }
             }
         };
         let Some(request) = request else {

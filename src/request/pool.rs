@@ -72,7 +72,8 @@ impl Payloads {
     /// request instead of two).
     #[inline]
     pub(super) fn give<R: Request>(&mut self, mut payload: Arc<Payload<R>>) {
-        let keeps_nothing = !std::mem::needs_drop::<R>() && matches!(payload.server, Server::Here(_));
+        let keeps_nothing =
+            !std::mem::needs_drop::<R>() && matches!(payload.server, Server::Here(_));
         if !keeps_nothing {
             let Some(unique) = Arc::get_mut(&mut payload) else {
                 return; // a server keeps it (a deferred reply): dropped with the last holder

@@ -343,7 +343,10 @@ impl Actor for Myself {
 fn a_request_cancelled_by_its_own_server_while_lent_is_answered_once() {
     let mut locality = Locality::new();
     let t0 = locality.now();
-    let (drops, log) = (Arc::new(AtomicUsize::new(0)), Rc::new(RefCell::new(Vec::new())));
+    let (drops, log) = (
+        Arc::new(AtomicUsize::new(0)),
+        Rc::new(RefCell::new(Vec::new())),
+    );
     let myself = Myself {
         drops: drops.clone(),
         log: log.clone(),
