@@ -125,18 +125,19 @@ pub(crate) fn send<R: Request>(
         locality: core.id(),
         key,
     };
-    let request = RequestMsg {
-        id,
-        payload,
-        watcher: None,
-    };
     if here {
         core.enqueue(RequestEnvelope {
             dest: to.key(),
             sender: me,
-            request,
+            id,
+            payload,
         });
     } else {
+        let request = RequestMsg {
+            id,
+            payload,
+            watcher: None,
+        };
         core.send(to, me, request);
     }
     id
@@ -320,38 +321,50 @@ fn settle<R: Request>(
 
 /// A request on its way to a server of its requester's locality, its
 /// payload lent: given back to the pending request after the delivery.
+/// Its `RequestMsg` (no watcher) is made at delivery: a smaller envelope
+/// is a shorter copy into the queue and out.
 struct RequestEnvelope<R: Request> {
     dest: Key,
     sender: Key,
-    request: RequestMsg<R>,
+    id: RequestId,
+    payload: Arc<Payload<R>>,
 }
 
 impl<R: Request> Envelope<Core> for RequestEnvelope<R> {
     #[inline]
     fn deliver(self, core: &mut Core) {
-        crate::subscription::route(core, self.dest, self.sender, &self.request);
+        let RequestEnvelope {
+            dest,
+            sender,
+            id,
+            payload,
+        } = self;
+        let request = RequestMsg {
+            id,
+            payload,
+            watcher: None,
+        };
+        crate::subscription::route(core, dest, sender, &request);
         if !matches!(core.next, Next::Done) {
-            self.after(core);
+            after_request(core, dest, sender, &request);
         }
-        give_back(core, self.request.id.key, self.request.payload);
+        give_back(core, id.key, request.payload);
     }
 }
 
-impl<R: Request> RequestEnvelope<R> {
-    /// A handler forwarded the request, or nobody heard it: a clone goes
-    /// on (the lent payload goes back to the pending request).
-    #[cold]
-    #[inline(never)]
-    fn after(&self, core: &mut Core) {
-        match std::mem::replace(&mut core.next, Next::Done) {
-            Next::Forward(to, by) => core.send(&to, by, self.request.clone()),
-            Next::Dropped(reason) if crate::dead_letter::wanted::<RequestMsg<R>>(core) => {
-                let destination = crate::inspect::address_name(core, self.dest);
-                let request = self.request.clone();
-                crate::dead_letter::post(core, destination, self.sender, reason, request);
-            }
-            _ => {}
+/// A handler forwarded a request, or nobody heard it: a clone goes on (the
+/// lent payload goes back to the pending request).
+#[cold]
+#[inline(never)]
+fn after_request<R: Request>(core: &mut Core, dest: Key, sender: Key, request: &RequestMsg<R>) {
+    match std::mem::replace(&mut core.next, Next::Done) {
+        Next::Forward(to, by) => core.send(&to, by, request.clone()),
+        Next::Dropped(reason) if crate::dead_letter::wanted::<RequestMsg<R>>(core) => {
+            let destination = crate::inspect::address_name(core, dest);
+            let request = request.clone();
+            crate::dead_letter::post(core, destination, sender, reason, request);
         }
+        _ => {}
     }
 }
 
