@@ -119,13 +119,6 @@ impl<T> Arena<T> {
     }
 
     /// The key of the value in slot `idx`, if any.
-    /// The value in slot `idx`, whatever its generation (for links between
-    /// live values, which need none); `None` if the slot is empty.
-    #[inline(always)]
-    pub(crate) fn get_mut_at(&mut self, idx: u32) -> Option<&mut T> {
-        self.slab.get_mut(idx as usize).map(|e| &mut e.value)
-    }
-
     pub(crate) fn key_at(&self, idx: u32) -> Option<Key> {
         self.slab.get(idx as usize).map(|e| Key {
             idx,

@@ -492,6 +492,7 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// Replies to a request (now, or later from a kept clone of it).
     /// Only the first reply counts; later ones are dropped.
+    #[inline]
     pub fn reply<R: Request>(&mut self, request: &RequestMsg<R>, value: R::Response) {
         request::reply(self.core, self.me, request, Ok(value));
     }

@@ -16,8 +16,10 @@
 //! linked in a list whose head the caller keeps (in the owner's record):
 //! cancelling one, or all of an owner's at once, needs no scan.
 
-use crate::arena::{Arena, Key};
-use smallvec::SmallVec;
+mod slots;
+
+use crate::arena::Key;
+use slots::{Slots, Vacancy};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -43,7 +45,20 @@ const NIL: u32 = u32::MAX;
 #[derive(Clone, Copy)]
 enum Place {
     Heap(u32),
-    List { list: u8, prev: u32, next: u32 },
+    List {
+        list: u8,
+        prev: u32,
+        next: u32,
+    },
+    /// Nowhere: the record's slot is free.
+    Vacant,
+}
+
+/// What a timer carries, with a placeholder for a free slot's record
+/// (never fired: the slot is vacant).
+pub(crate) trait Action {
+    /// The placeholder.
+    fn vacant() -> Self;
 }
 
 /// When a timer is due: `deadline` is `now + after` (the caller saturates
@@ -55,11 +70,38 @@ pub(crate) struct Due {
     pub(crate) seq: u64,
 }
 
-/// A pending timer.
-pub(crate) struct Entry<T> {
-    pub(crate) deadline: Instant,
+/// A pending timer's record, in its slot.
+pub(crate) struct Record<T> {
+    deadline: Instant,
     seq: u64,
     place: Place,
+    owner: Key,
+    /// The owner's list: the timer started before this one, and after.
+    older: u32,
+    newer: u32,
+    action: T,
+}
+
+impl<T: Action> Vacancy for Record<T> {
+    fn vacant() -> Self {
+        Record {
+            deadline: Instant::now(),
+            seq: 0,
+            place: Place::Vacant,
+            owner: Key::NONE,
+            older: NIL,
+            newer: NIL,
+            action: T::vacant(),
+        }
+    }
+    #[inline(always)]
+    fn is_vacant(&self) -> bool {
+        matches!(self.place, Place::Vacant)
+    }
+}
+
+/// A timer taken out of its set (fired or cancelled).
+pub(crate) struct Entry<T> {
     pub(crate) owner: Key,
     /// The owner's list: the timer started before this one, and after.
     older: u32,
@@ -68,6 +110,7 @@ pub(crate) struct Entry<T> {
 }
 
 /// The timers of one duration, oldest first.
+#[derive(Clone, Copy)]
 struct List {
     after: Duration,
     head: u32,
@@ -82,8 +125,11 @@ impl List {
 
 /// A set of pending timers.
 pub(crate) struct Timers<T> {
-    entries: Arena<Entry<T>>,
-    lists: SmallVec<[List; 2]>,
+    entries: Slots<Record<T>>,
+    /// The lists, the first `used` of them taken (in place: no indirection
+    /// on a timer's start).
+    lists: [List; MAX_LISTS],
+    used: u8,
     /// The list used last (a hint: checked before use).
     last: u8,
     heap: Vec<Key>,
@@ -92,15 +138,20 @@ pub(crate) struct Timers<T> {
 impl<T> Default for Timers<T> {
     fn default() -> Self {
         Timers {
-            entries: Arena::default(),
-            lists: SmallVec::new(),
+            entries: Slots::default(),
+            lists: [List {
+                after: Duration::ZERO,
+                head: NIL,
+                tail: NIL,
+            }; MAX_LISTS],
+            used: 0,
             last: 0,
             heap: Vec::new(),
         }
     }
 }
 
-impl<T> Timers<T> {
+impl<T: Action> Timers<T> {
     /// Starts a timer of `owner`, whose list of timers starts at `*head`
     /// (`Key::NONE`: empty). Timers of one `after` share a list, so `after`
     /// must be the duration the deadline was computed from, and the clock
@@ -114,48 +165,42 @@ impl<T> Timers<T> {
         } = due;
         let newest = *head;
         let older = self.entries.get(newest).map_or(NIL, |_| newest.idx);
-        let key = match self.list_for(after) {
+        let list = self.list_for(after);
+        let place = match list {
+            Some(list) => Place::List {
+                list: list as u8,
+                prev: self.lists[list].tail,
+                next: NIL,
+            },
+            None => Place::Heap(self.heap.len() as u32),
+        };
+        // Written in place, field by field.
+        let (key, record) = self.entries.insert();
+        record.deadline = deadline;
+        record.seq = seq;
+        record.place = place;
+        record.owner = owner;
+        record.older = older;
+        record.newer = NIL;
+        record.action = action;
+        match list {
             Some(list) => {
                 let tail = self.lists[list].tail;
-                let key = self.entries.insert(Entry {
-                    deadline,
-                    seq,
-                    place: Place::List {
-                        list: list as u8,
-                        prev: tail,
-                        next: NIL,
-                    },
-                    owner,
-                    older,
-                    newer: NIL,
-                    action,
-                });
                 match self.entries.get_mut_at(tail) {
-                    Some(Entry {
+                    Some(Record {
                         place: Place::List { next, .. },
                         ..
                     }) => *next = key.idx,
                     _ => self.lists[list].head = key.idx,
                 }
                 self.lists[list].tail = key.idx;
-                key
             }
             None => {
                 let pos = self.heap.len();
-                let key = self.entries.insert(Entry {
-                    deadline,
-                    seq,
-                    place: Place::Heap(pos as u32),
-                    owner,
-                    older,
-                    newer: NIL,
-                    action,
-                });
                 self.heap.push(key);
                 self.sift_up(pos);
-                key
             }
-        };
+        }
         if let Some(e) = self.entries.get_mut_at(older) {
             e.newer = key.idx;
         }
@@ -169,7 +214,7 @@ impl<T> Timers<T> {
     fn list_for(&mut self, after: Duration) -> Option<usize> {
         // Most starts use the duration of the one before (a request timeout).
         let last = usize::from(self.last);
-        if self.lists.get(last).is_some_and(|l| l.after == after) {
+        if self.lists().get(last).is_some_and(|l| l.after == after) {
             return Some(last);
         }
         let i = self.find_list(after)?;
@@ -179,19 +224,15 @@ impl<T> Timers<T> {
 
     /// The list for timers of `after`, made if there is room.
     fn find_list(&mut self, after: Duration) -> Option<usize> {
-        if let Some(i) = self.lists.iter().position(|l| l.after == after) {
+        if let Some(i) = self.lists().iter().position(|l| l.after == after) {
             return Some(i);
         }
-        let free = self.lists.iter().position(List::is_empty);
+        let free = self.lists().iter().position(List::is_empty);
         let i = match free {
             Some(i) => i,
-            None if self.lists.len() < MAX_LISTS => {
-                self.lists.push(List {
-                    after,
-                    head: NIL,
-                    tail: NIL,
-                });
-                self.lists.len() - 1
+            None if usize::from(self.used) < MAX_LISTS => {
+                self.used += 1;
+                usize::from(self.used) - 1
             }
             None => return None,
         };
@@ -216,8 +257,17 @@ impl<T> Timers<T> {
         match place {
             Place::Heap(pos) => self.remove_at(pos as usize),
             Place::List { list, prev, next } => self.unlink(list, prev, next),
+            Place::Vacant => return None,
         }
-        self.entries.remove(key)
+        // Read in place; the slot keeps a vacant record.
+        let record = self.entries.remove(key)?;
+        record.place = Place::Vacant;
+        Some(Entry {
+            owner: record.owner,
+            older: record.older,
+            newer: record.newer,
+            action: std::mem::replace(&mut record.action, T::vacant()),
+        })
     }
 
     /// Takes a removed timer out of its owner's list, whose head is `*head`.
@@ -246,14 +296,14 @@ impl<T> Timers<T> {
     fn unlink(&mut self, list: u8, prev: u32, next: u32) {
         let list = &mut self.lists[usize::from(list)];
         match self.entries.get_mut_at(prev) {
-            Some(Entry {
+            Some(Record {
                 place: Place::List { next: n, .. },
                 ..
             }) => *n = next,
             _ => list.head = next,
         }
         match self.entries.get_mut_at(next) {
-            Some(Entry {
+            Some(Record {
                 place: Place::List { prev: p, .. },
                 ..
             }) => *p = prev,
@@ -263,7 +313,7 @@ impl<T> Timers<T> {
 
     /// The earliest pending timer: its key, deadline and start sequence.
     pub(crate) fn earliest(&self) -> Option<(Key, Instant, u64)> {
-        let heads = self.lists.iter().map(|l| self.key_at(l.head));
+        let heads = self.lists().iter().map(|l| self.key_at(l.head));
         let top = self.heap.first().copied();
         heads
             .chain(top)
@@ -291,6 +341,12 @@ impl<T> Timers<T> {
         self.entries.len()
     }
 
+    /// The lists taken.
+    #[inline(always)]
+    fn lists(&self) -> &[List] {
+        &self.lists[..usize::from(self.used)]
+    }
+
     /// The key of the live entry at slot `idx` (`Key::NONE` for [`NIL`]).
     fn key_at(&self, idx: u32) -> Key {
         self.entries.key_at(idx).unwrap_or(Key::NONE)
@@ -306,7 +362,13 @@ impl<T> Timers<T> {
         self.entries.get(key).map(|e| e.owner)
     }
 
-    fn entry(&self, key: Key) -> &Entry<T> {
+    /// What the pending timer at `key` carries, to change it.
+    #[inline(always)]
+    pub(crate) fn action_mut(&mut self, key: Key) -> Option<&mut T> {
+        self.entries.get_mut(key).map(|e| &mut e.action)
+    }
+
+    fn entry(&self, key: Key) -> &Record<T> {
         self.entries.get(key).expect("heap holds only live timers")
     }
 
@@ -366,178 +428,4 @@ impl<T> Timers<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// A timer set with its owner's list (one owner) and sequence.
-    struct Set {
-        t: Timers<u32>,
-        head: Key,
-        seq: u64,
-    }
-
-    impl Set {
-        fn new() -> Set {
-            Set {
-                t: Timers::default(),
-                head: Key::NONE,
-                seq: 0,
-            }
-        }
-        fn start(&mut self, t0: Instant, now_ms: u64, after_ms: u64) -> Key {
-            let after = Duration::from_millis(after_ms);
-            let deadline = t0 + Duration::from_millis(now_ms) + after;
-            self.seq += 1;
-            let due = Due {
-                deadline,
-                after,
-                seq: self.seq,
-            };
-            self.t.start(due, Key::NONE, &mut self.head, 0)
-        }
-        fn fired(&mut self, now: Instant) -> Vec<Key> {
-            self.fired_before(now, u64::MAX)
-        }
-        fn fired_before(&mut self, now: Instant, round: u64) -> Vec<Key> {
-            let mut out = Vec::new();
-            while let Some((k, e)) = self.t.pop_due(now, round) {
-                self.t.detach(&e, &mut self.head);
-                out.push(k);
-            }
-            out
-        }
-        fn cancel(&mut self, key: Key) -> bool {
-            self.t.cancel(key, &mut self.head).is_some()
-        }
-    }
-
-    #[test]
-    fn fire_in_deadline_order_ties_in_start_order() {
-        let t0 = Instant::now();
-        let mut s = Set::new();
-        let ms = |n| t0 + Duration::from_millis(n);
-        let keys: Vec<Key> = [30, 10, 20, 10, 5]
-            .iter()
-            .map(|&d| s.start(t0, 0, d))
-            .collect();
-        assert_eq!(s.t.next_deadline(), Some(ms(5)));
-        assert!(s.fired(ms(4)).is_empty());
-        assert_eq!(s.fired(ms(20)), vec![keys[4], keys[1], keys[3], keys[2]]);
-        assert_eq!(s.fired(ms(100)), vec![keys[0]]);
-        assert_eq!(s.t.len(), 0);
-        assert!(s.head.is_none());
-    }
-
-    #[test]
-    fn timers_started_in_a_round_are_not_due_in_it() {
-        let t0 = Instant::now();
-        let mut s = Set::new();
-        let a = s.start(t0, 0, 0);
-        let round = s.seq + 1;
-        let b = s.start(t0, 0, 0);
-        assert_eq!(
-            s.fired_before(t0, round),
-            vec![a],
-            "b waits for the next round"
-        );
-        assert_eq!(s.fired_before(t0, s.seq + 1), vec![b]);
-    }
-
-    #[test]
-    fn more_durations_than_lists_go_to_the_heap_in_the_same_order() {
-        let t0 = Instant::now();
-        let mut s = Set::new();
-        let keys: Vec<Key> = (0..3 * MAX_LISTS as u64)
-            .map(|i| s.start(t0, 0, 100 - i))
-            .collect();
-        assert_eq!(s.t.lists.len(), MAX_LISTS);
-        assert_eq!(s.t.heap.len(), 2 * MAX_LISTS);
-        let order = s.fired(t0 + Duration::from_secs(1));
-        let expected: Vec<Key> = keys.iter().rev().copied().collect();
-        assert_eq!(order, expected);
-        // Emptied lists are reused by new durations.
-        s.start(t0, 0, 1000);
-        assert_eq!(s.t.lists.len(), MAX_LISTS);
-        assert!(s.t.heap.is_empty());
-    }
-
-    #[test]
-    fn an_owners_timers_are_cancelled_all_at_once_oldest_first() {
-        let t0 = Instant::now();
-        let mut s = Set::new();
-        let keys: Vec<Key> = (0..5).map(|i| s.start(t0, 0, i % 2 * 1000)).collect();
-        assert!(s.cancel(keys[2]));
-        let all: Vec<Key> = s.t.cancel_all(s.head).into_iter().map(|(k, _)| k).collect();
-        assert_eq!(all, [keys[0], keys[1], keys[3], keys[4]]);
-        assert_eq!(s.t.len(), 0);
-        assert!(s.t.next_deadline().is_none());
-    }
-
-    #[derive(Debug, Clone)]
-    enum Op {
-        /// Start at the current time with one of a few durations (or a rare one).
-        Start(u8),
-        Cancel(usize),
-        Advance(u8),
-    }
-
-    fn op() -> impl Strategy<Value = Op> {
-        prop_oneof![
-            4 => any::<u8>().prop_map(Op::Start),
-            2 => any::<usize>().prop_map(Op::Cancel),
-            2 => (0u8..50).prop_map(Op::Advance),
-        ]
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
-
-        /// Against a model: timers fire at their deadline, in (deadline, start)
-        /// order, cancelled ones never, and every one once.
-        #[test]
-        fn behaves_as_a_sorted_model(ops in proptest::collection::vec(op(), 0..300)) {
-            let t0 = Instant::now();
-            let mut s = Set::new();
-            let mut model: Vec<(u64, u64, Key)> = Vec::new(); // (deadline ms, seq, key)
-            let mut started: Vec<Key> = Vec::new();
-            let (mut now, mut seq) = (0u64, 0u64);
-            for op in ops {
-                match op {
-                    Op::Start(d) => {
-                        // Mostly a few durations (lists), sometimes many (heap).
-                        let after = if d < 200 { u64::from(d % 4) * 10 } else { u64::from(d) };
-                        let key = s.start(t0, now, after);
-                        model.push((now + after, seq, key));
-                        started.push(key);
-                        seq += 1;
-                    }
-                    Op::Cancel(i) if !started.is_empty() => {
-                        let key = started[i % started.len()];
-                        let pending = model.iter().position(|m| m.2 == key);
-                        prop_assert_eq!(s.cancel(key), pending.is_some());
-                        if let Some(p) = pending {
-                            model.remove(p);
-                        }
-                    }
-                    Op::Cancel(_) => {}
-                    Op::Advance(ms) => {
-                        now += u64::from(ms);
-                        model.sort();
-                        let due: Vec<Key> = model.iter().filter(|m| m.0 <= now).map(|m| m.2).collect();
-                        model.retain(|m| m.0 > now);
-                        prop_assert_eq!(s.fired(t0 + Duration::from_millis(now)), due);
-                    }
-                }
-                prop_assert_eq!(s.t.len(), model.len());
-                let next = model.iter().map(|m| m.0).min();
-                prop_assert_eq!(s.t.next_deadline(), next.map(|ms| t0 + Duration::from_millis(ms)));
-            }
-            let rest: Vec<Key> = s.t.cancel_all(s.head).into_iter().map(|(k, _)| k).collect();
-            let mut expected: Vec<(u64, Key)> = model.iter().map(|m| (m.1, m.2)).collect();
-            expected.sort();
-            prop_assert_eq!(rest, expected.into_iter().map(|(_, k)| k).collect::<Vec<Key>>());
-            prop_assert_eq!(s.t.len(), 0);
-        }
-    }
-}
+mod tests;

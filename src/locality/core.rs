@@ -557,11 +557,11 @@ mod sizes {
         assert_eq!(size_of::<Option<crate::error::Error>>(), 16);
     }
 
-    /// A pending request's timer record is moved on every request's start
-    /// and end (docs/benchmarks.md, w3).
+    /// A pending request's timer record is written on every request's
+    /// start and read on its end (docs/benchmarks.md, w3).
     #[test]
     fn a_pending_request_record_stays_small() {
-        let size = size_of::<crate::timer::Entry<crate::request::PendingRequest>>();
+        let size = size_of::<crate::timer::Record<crate::request::PendingRequest>>();
         assert!(size <= 72, "{size}");
     }
 }

@@ -22,6 +22,13 @@ pub(crate) enum TimerAction {
     Restart { slot: usize },
 }
 
+impl crate::timer::Action for TimerAction {
+    /// A free slot's placeholder (never fired).
+    fn vacant() -> Self {
+        TimerAction::InitTimeout
+    }
+}
+
 /// The longest timer: a longer one (`Duration::MAX`) is cut to a century,
 /// so that no deadline overflows the clock.
 const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);

@@ -11,6 +11,16 @@
 //! reused: once the response has been delivered and nobody else holds the
 //! payload, its allocation goes to a per-type pool for the next request, so
 //! a steady stream of requests allocates nothing.
+//!
+//! A request to a server of the same locality shares its payload without
+//! touching its reference count: the payload is *lent* to the `RequestMsg`
+//! (the pending record holds none while it is queued and handled) and
+//! comes back to the pending record right after the server's handlers
+//! ([`RequestEnvelope`]); a reply made meanwhile carries no payload, the
+//! response takes it from the pending record. A request that ends while
+//! its payload is lent (its timeout, a cancel, its requester gone) is
+//! settled when the payload comes back. Only a clone a server keeps, a
+//! request to another locality and a reply from there count references.
 
 use super::{CancelRequest, Payload, Request, RequestId, RequestMsg, Response};
 use crate::address::Address;
@@ -20,16 +30,15 @@ use crate::locality::Core;
 use crate::locality::fire::head_of;
 use crate::locality::shared::Remote;
 use crate::queue::Envelope;
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use crate::subscription::Next;
+use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How a pending request ends without a reply.
-#[derive(Clone, Copy)]
-enum Outcome {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
     Timeout,
     Cancelled,
     RequesterGone,
@@ -38,11 +47,12 @@ enum Outcome {
 /// A request waiting for its response, in the requester's locality: a
 /// handle on its payload, which knows the reply address, the server and how
 /// to end the request (one pointer pair, so a pending request's timer
-/// record stays small: it is moved on every start and settle).
-pub(crate) struct PendingRequest(Arc<dyn Pending>);
+/// record stays small: it is moved on every start and settle). `None`
+/// while the payload is lent to the `RequestMsg` of a server here.
+pub(crate) struct PendingRequest(Option<Arc<dyn Pending>>);
 
 /// What a pending request's payload does when the request ends without a reply.
-trait Pending: Send + Sync {
+trait Pending: Any + Send + Sync {
     /// Ends the request without a reply: (core, request key, requester, how).
     fn settle(self: Arc<Self>, core: &mut Core, key: Key, requester: Key, outcome: Outcome);
 }
@@ -50,6 +60,24 @@ trait Pending: Send + Sync {
 impl<R: Request> Pending for Payload<R> {
     fn settle(self: Arc<Self>, core: &mut Core, key: Key, requester: Key, outcome: Outcome) {
         settle(core, key, requester, self, outcome);
+    }
+}
+
+impl crate::timer::Action for PendingRequest {
+    /// A free slot's placeholder (a request is never settled from it).
+    fn vacant() -> Self {
+        PendingRequest(None)
+    }
+}
+
+impl PendingRequest {
+    /// Ends the request without a reply now, or (its payload lent) when
+    /// the payload comes back.
+    fn settle(self, core: &mut Core, key: Key, requester: Key, outcome: Outcome) {
+        match self.0 {
+            Some(payload) => payload.settle(core, key, requester, outcome),
+            None => core.payloads.ended_while_lent(key, requester, outcome),
+        }
     }
 }
 
@@ -74,40 +102,100 @@ pub(crate) fn send<R: Request>(
     timeout: Duration,
 ) -> RequestId {
     let due = core.due(timeout);
-    let Some(reply_address) = core.routes.address(reply_to).map(|a| &a.address) else {
-        return RequestId::NONE; // not reachable: the caller checked the address
-    };
-    let server = if to.is_of(&core.shared) {
+    let here = to.is_of(&core.shared);
+    let server = if here {
         Server::Here(to.key())
     } else {
         Server::Elsewhere(to.clone())
     };
-    let payload = core.payloads.take(payload, reply_address, server);
+    let routes = &core.routes;
+    let reply_address = || routes.address(reply_to).map(|a| a.address.clone());
+    let Some(payload) = core.payloads.take(payload, reply_to, reply_address, server) else {
+        return RequestId::NONE; // not reachable: the caller checked the address
+    };
     let Some(cell) = core.actors.get_mut(me) else {
         // Not reachable from a handler (its actor is live); refuse quietly.
         return RequestId::NONE;
     };
-    let pending = PendingRequest(payload.clone());
+    // Here the payload is lent to the request; elsewhere it is shared.
+    let pending = PendingRequest((!here).then(|| payload.clone() as Arc<dyn Pending>));
     let head = &mut cell.rare().requests_head;
     let key = core.requests.start(due, me, head, pending);
     let id = RequestId {
         locality: core.id(),
         key,
     };
-    core.send(
-        to,
-        me,
-        RequestMsg {
+    if here {
+        core.enqueue(RequestEnvelope {
+            dest: to.key(),
+            sender: me,
+            id,
+            payload,
+        });
+    } else {
+        let request = RequestMsg {
             id,
             payload,
             watcher: None,
-        },
-    );
+        };
+        core.send(to, me, request);
+    }
     id
 }
 
 /// Sends a reply (or the server's error) for `request`.
+///
+/// The common case (a requester of this locality, no watcher) calls
+/// nothing before the reply is queued, so that `result` stays in registers
+/// (spilled around a call, it was stored in parts and read back whole: a
+/// stall on the forwarded stores).
+#[inline]
 pub(crate) fn reply<R: Request>(
+    core: &mut Core,
+    me: Key,
+    request: &RequestMsg<R>,
+    result: Result<R::Response, Error>,
+) {
+    if request.watcher.is_some() || !request.payload.reply_to.is_of(&core.shared) {
+        return reply_slow(core, me, request, result);
+    }
+    reply_here(core, me, request, result);
+}
+
+/// Queues a reply to a requester of this locality.
+#[inline(always)]
+fn reply_here<R: Request>(
+    core: &mut Core,
+    me: Key,
+    request: &RequestMsg<R>,
+    result: Result<R::Response, Error>,
+) {
+    let id = request.id;
+    // The response takes the payload from the pending record (lent to this
+    // request now, it is back there before the reply is delivered). A late
+    // reply is only counted, so it needs none, except to be shown by
+    // inspection: with inspection on, the reply carries it.
+    let held = id.locality == core.id() && core.inspect.level == 0;
+    let payload = if held {
+        None
+    } else {
+        Some(request.payload.clone())
+    };
+    core.enqueue(ReplyEnvelope {
+        dest: request.payload.reply_to.key(),
+        sender: me,
+        id,
+        payload,
+        result,
+        settled: false,
+    });
+}
+
+/// A reply to a forwarded request (its watcher is told), or to a
+/// requester of another locality.
+#[cold]
+#[inline(never)]
+fn reply_slow<R: Request>(
     core: &mut Core,
     me: Key,
     request: &RequestMsg<R>,
@@ -116,29 +204,20 @@ pub(crate) fn reply<R: Request>(
     if let Some(watcher) = &request.watcher {
         core.send(watcher, me, super::Answered(request.id));
     }
-    let response = Response {
-        id: request.id,
-        request: request.payload.clone(),
-        result,
-    };
     let to = &request.payload.reply_to;
     if to.is_of(&core.shared) {
-        core.enqueue(ReplyEnvelope {
-            dest: to.key(),
-            sender: me,
-            response,
-            settled: false,
-        });
-    } else {
-        let envelope = ReplyEnvelope {
-            dest: to.key(),
-            sender: Key::NONE,
-            response,
-            settled: false,
-        };
-        if !core.post_reply(to, Box::new(envelope)) {
-            core.stats.dropped_closed += 1;
-        }
+        return reply_here(core, me, request, result);
+    }
+    let envelope = ReplyEnvelope {
+        dest: to.key(),
+        sender: Key::NONE,
+        id: request.id,
+        payload: Some(request.payload.clone()),
+        result,
+        settled: false,
+    };
+    if !core.post_reply(to, Box::new(envelope)) {
+        core.stats.dropped_closed += 1;
     }
 }
 
@@ -151,27 +230,23 @@ pub(crate) fn cancel(core: &mut Core, me: Key, id: RequestId) -> bool {
     let Some((requester, pending)) = remove(core, id.key) else {
         return false;
     };
-    pending
-        .0
-        .settle(core, id.key, requester, Outcome::Cancelled);
+    pending.settle(core, id.key, requester, Outcome::Cancelled);
     true
 }
 
 /// The request's timeout fired (it is out of the request set already).
 pub(crate) fn on_timeout(core: &mut Core, key: Key, pending: PendingRequest) {
-    pending
-        .0
-        .settle(core, key, Key::FRAMEWORK, Outcome::Timeout);
+    pending.settle(core, key, Key::FRAMEWORK, Outcome::Timeout);
 }
 
 /// The requester is shutting down: its pending requests (the list that
 /// starts at `head`) end, and the servers are told.
 pub(crate) fn requester_gone(core: &mut Core, head: Key) {
     for (key, entry) in core.requests.cancel_all(head) {
+        let requester = entry.owner;
         entry
             .action
-            .0
-            .settle(core, key, entry.owner, Outcome::RequesterGone);
+            .settle(core, key, requester, Outcome::RequesterGone);
     }
 }
 
@@ -203,7 +278,13 @@ fn settle<R: Request>(
         Server::Elsewhere(address) => Some(address.clone()),
     };
     let reply_key = request.reply_to.key();
-    let reply_to = core.routes.address(reply_key).map(|a| a.address.clone());
+    let reply_to = match core.routes.address(reply_key) {
+        Some(slot) => Some(slot.address.clone()),
+        // Settled late (its payload was lent when the requester went): the
+        // server is told all the same.
+        None if outcome == Outcome::RequesterGone => Some(request.reply_to.clone()),
+        None => None,
+    };
     if let Some(reply_to) = reply_to {
         let cancel = CancelRequest::<R> {
             id,
@@ -224,144 +305,173 @@ fn settle<R: Request>(
         Outcome::Cancelled => ErrorCode::Cancelled,
         Outcome::RequesterGone => return,
     };
-    let response = Response {
-        id,
-        request,
-        result: Err(Error::new(code).with_context(match &server {
-            Some(server) => server.to_string(),
-            None => format!("{}/? (gone)", core.name()),
-        })),
-    };
+    let result = Err(Error::new(code).with_context(match &server {
+        Some(server) => server.to_string(),
+        None => format!("{}/? (gone)", core.name()),
+    }));
     core.enqueue(ReplyEnvelope {
         dest: reply_key,
         sender: Key::FRAMEWORK,
-        response,
+        id,
+        payload: Some(request),
+        result,
         settled: true,
     });
+}
+
+/// A request on its way to a server of its requester's locality, its
+/// payload lent: given back to the pending request after the delivery.
+/// Its `RequestMsg` (no watcher) is made at delivery: a smaller envelope
+/// is a shorter copy into the queue and out.
+struct RequestEnvelope<R: Request> {
+    dest: Key,
+    sender: Key,
+    id: RequestId,
+    payload: Arc<Payload<R>>,
+}
+
+impl<R: Request> Envelope<Core> for RequestEnvelope<R> {
+    #[inline]
+    fn deliver(self, core: &mut Core) {
+        let RequestEnvelope {
+            dest,
+            sender,
+            id,
+            payload,
+        } = self;
+        let request = RequestMsg {
+            id,
+            payload,
+            watcher: None,
+        };
+        crate::subscription::route(core, dest, sender, &request);
+        if !matches!(core.next, Next::Done) {
+            after_request(core, dest, sender, &request);
+        }
+        give_back(core, id.key, request.payload);
+    }
+}
+
+/// A handler forwarded a request, or nobody heard it: a clone goes on (the
+/// lent payload goes back to the pending request).
+#[cold]
+#[inline(never)]
+fn after_request<R: Request>(core: &mut Core, dest: Key, sender: Key, request: &RequestMsg<R>) {
+    match std::mem::replace(&mut core.next, Next::Done) {
+        Next::Forward(to, by) => core.send(&to, by, request.clone()),
+        Next::Dropped(reason) if crate::dead_letter::wanted::<RequestMsg<R>>(core) => {
+            let destination = crate::inspect::address_name(core, dest);
+            let request = request.clone();
+            crate::dead_letter::post(core, destination, sender, reason, request);
+        }
+        _ => {}
+    }
+}
+
+/// A lent payload comes back from the server: to its pending request, or
+/// (the request ended meanwhile) it settles the request now.
+#[inline(always)]
+fn give_back<R: Request>(core: &mut Core, key: Key, payload: Arc<Payload<R>>) {
+    match core.requests.action_mut(key) {
+        Some(PendingRequest(slot @ None)) => *slot = Some(payload),
+        Some(_) => {} // not lent (not reachable): it has its own
+        None => ended_while_lent(core, key, payload),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn ended_while_lent<R: Request>(core: &mut Core, key: Key, payload: Arc<Payload<R>>) {
+    if let Some((requester, outcome)) = core.payloads.take_ended(key) {
+        settle(core, key, requester, payload, outcome);
+    }
 }
 
 /// A response on its way to the requester's reply address.
 struct ReplyEnvelope<R: Request> {
     dest: Key,
     sender: Key,
-    response: Response<R>,
+    id: RequestId,
+    /// The request's payload; `None` when the pending request holds it
+    /// (a reply from this locality).
+    payload: Option<Arc<Payload<R>>>,
+    result: Result<R::Response, Error>,
     /// `true` when the framework made it (timeout, cancel): the request is settled already.
     settled: bool,
 }
 
 impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
     fn deliver(self, core: &mut Core) {
-        if !self.settled {
-            let key = self.response.id.key;
-            let pending = (self.response.id.locality == core.id())
-                .then(|| remove(core, key))
+        let ReplyEnvelope {
+            dest,
+            sender,
+            id,
+            payload,
+            result,
+            settled,
+        } = self;
+        let request = if settled {
+            payload
+        } else {
+            let pending = (id.locality == core.id())
+                .then(|| remove(core, id.key))
                 .flatten();
-            if pending.is_none() {
-                core.stats.dropped_late_replies += 1;
-                crate::inspect::late_reply::<Response<R>>(
-                    core,
-                    self.dest,
-                    self.sender,
-                    &self.response,
-                );
-                return;
+            let Some((_, pending)) = pending else {
+                return late_reply(core, dest, sender, id, payload, result);
+            };
+            match (payload, pending.0) {
+                (Some(payload), _) => Some(payload),
+                (None, held) => {
+                    held.and_then(|p| (p as Arc<dyn Any + Send + Sync>).downcast().ok())
+                }
             }
-        }
-        crate::subscription::route(core, self.dest, self.sender, &self.response);
-        match std::mem::replace(&mut core.next, crate::subscription::Next::Done) {
+        };
+        let Some(request) = request else {
+            // Not reachable: a payload is lent only while its request is
+            // queued to the server or handled there, and any reply made by
+            // then is delivered after the payload is back.
+            debug_assert!(false, "a reply found its request's payload lent");
+            return;
+        };
+        let response = Response {
+            id,
+            request,
+            result,
+        };
+        crate::subscription::route(core, dest, sender, &response);
+        match std::mem::replace(&mut core.next, Next::Done) {
             // Forwarded: moved on as a user message.
-            crate::subscription::Next::Forward(to, by) => core.send(&to, by, self.response),
-            _ => core.payloads.give(self.response.request),
+            Next::Forward(to, by) => core.send(&to, by, response),
+            _ => core.payloads.give(response.request),
         }
+    }
+}
+
+/// A reply after the request was settled: dropped, counted, and shown by
+/// inspection.
+#[cold]
+#[inline(never)]
+fn late_reply<R: Request>(
+    core: &mut Core,
+    dest: Key,
+    sender: Key,
+    id: RequestId,
+    payload: Option<Arc<Payload<R>>>,
+    result: Result<R::Response, Error>,
+) {
+    core.stats.dropped_late_replies += 1;
+    if let Some(request) = payload {
+        let response = Response {
+            id,
+            request,
+            result,
+        };
+        crate::inspect::late_reply::<Response<R>>(core, dest, sender, &response);
     }
 }
 
 impl<R: Request> Remote for ReplyEnvelope<R> {
     fn localize(self: Box<Self>, core: &mut Core) {
         core.enqueue(*self);
-    }
-}
-
-/// Payload allocations waiting for the next request of their type.
-#[derive(Default)]
-pub(crate) struct Payloads {
-    by_type: HashMap<TypeId, Box<dyn Any>, BuildHasherDefault<TypeIdHasher>>,
-}
-
-/// How many spare allocations one payload type keeps.
-const SPARE: usize = 32;
-
-impl Payloads {
-    /// A payload holding `value`, replies going to `reply_to`: a spare
-    /// allocation if there is one (its reply address is kept when it is the
-    /// same, the common case: no `Address` clone).
-    fn take<R: Request>(
-        &mut self,
-        value: R,
-        reply_to: &Address,
-        server: Server,
-    ) -> Arc<Payload<R>> {
-        let spare = self
-            .by_type
-            .get_mut(&TypeId::of::<R>())
-            .and_then(|pool| pool.downcast_mut::<Vec<Arc<Payload<R>>>>())
-            .and_then(Vec::pop);
-        if let Some(mut arc) = spare
-            && let Some(payload) = Arc::get_mut(&mut arc)
-        {
-            payload.value = Some(value);
-            payload.server = server;
-            if payload.reply_to != *reply_to {
-                payload.reply_to = reply_to.clone();
-            }
-            return arc;
-        }
-        Arc::new(Payload {
-            value: Some(value),
-            reply_to: reply_to.clone(),
-            server,
-        })
-    }
-
-    /// Takes back a payload after its response was delivered: if nobody else
-    /// holds it, its value is dropped now and its allocation kept.
-    fn give<R: Request>(&mut self, mut payload: Arc<Payload<R>>) {
-        let Some(unique) = Arc::get_mut(&mut payload) else {
-            return; // a server keeps it (a deferred reply): dropped with the last holder
-        };
-        unique.value = None;
-        if let Server::Elsewhere(_) = unique.server {
-            unique.server = Server::Here(Key::NONE); // no address kept alive by a spare
-        }
-        let pool = self
-            .by_type
-            .entry(TypeId::of::<R>())
-            .or_insert_with(|| Box::new(Vec::<Arc<Payload<R>>>::new()));
-        if let Some(pool) = pool.downcast_mut::<Vec<Arc<Payload<R>>>>()
-            && pool.len() < SPARE
-        {
-            pool.push(payload);
-        }
-    }
-}
-
-/// `TypeId` is already a hash: fold its bits instead of hashing them again.
-#[derive(Default)]
-struct TypeIdHasher(u64);
-
-impl Hasher for TypeIdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 ^= n;
-    }
-    fn write_u128(&mut self, n: u128) {
-        self.0 ^= (n as u64) ^ ((n >> 64) as u64);
     }
 }

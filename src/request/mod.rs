@@ -8,8 +8,12 @@
 //! [`Stats::dropped_late_replies`](crate::Stats) and shown by inspection.
 
 mod flow;
+mod pool;
+#[cfg(test)]
+mod tests;
 
-pub(crate) use flow::{Payloads, PendingRequest, cancel, on_timeout, reply, requester_gone, send};
+pub(crate) use flow::{PendingRequest, cancel, on_timeout, reply, requester_gone, send};
+pub(crate) use pool::Payloads;
 
 use crate::address::Address;
 use crate::arena::Key;

@@ -1,0 +1,147 @@
+//! Payload allocations kept for the next request of their type, and the
+//! requests settled while their payload was lent to the server.
+
+use super::Payload;
+use super::flow::{Outcome, Server};
+use crate::address::Address;
+use crate::arena::Key;
+use crate::request::Request;
+use std::any::{Any, TypeId};
+use std::sync::Arc;
+
+/// Payload allocations waiting for the next request of their type, and the
+/// requests that ended while their payload was lent out.
+#[derive(Default)]
+pub(crate) struct Payloads {
+    /// The spares of each payload type (a `Vec<Arc<Payload<R>>>`), the type
+    /// used last first: a program has a few request types, and a stream of
+    /// requests mostly uses one (a short scan, cheaper than hashing).
+    by_type: Vec<(TypeId, Box<dyn Any>)>,
+    /// Requests to a server of this locality that ended (timeout, cancel,
+    /// requester gone: key, requester, how) while their `RequestMsg` was
+    /// queued or being handled: the payload was lent to it, so they are
+    /// settled when it comes back (right after the server's handlers).
+    lent: Vec<(Key, Key, Outcome)>,
+}
+
+/// How many spare allocations one payload type keeps.
+const SPARE: usize = 32;
+
+impl Payloads {
+    /// A payload holding `value`, replies going to `reply_to` (a key of
+    /// this locality, whose address `reply_address` gives): a spare
+    /// allocation if there is one (its reply address is kept when it is the
+    /// same, the common case: no lookup, no `Address` clone). `None` if the
+    /// reply address is gone.
+    #[inline]
+    pub(super) fn take<R: Request>(
+        &mut self,
+        value: R,
+        reply_to: Key,
+        reply_address: impl FnOnce() -> Option<Address>,
+        server: Server,
+    ) -> Option<Arc<Payload<R>>> {
+        let spare = self.spares_of::<R>().and_then(Vec::pop);
+        // A spare of a type without drop glue may still be held by a kept
+        // `RequestMsg` (see `give`): then it is left to that one.
+        if let Some(mut arc) = spare
+            && let Some(payload) = Arc::get_mut(&mut arc)
+        {
+            // A spare's reply address is one of this locality's: the same
+            // key is the same address.
+            if payload.reply_to.key() != reply_to {
+                payload.reply_to = reply_address()?;
+            }
+            payload.value = Some(value);
+            payload.server = server;
+            return Some(arc);
+        }
+        Some(Arc::new(Payload {
+            value: Some(value),
+            reply_to: reply_address()?,
+            server,
+        }))
+    }
+
+    /// Takes back a payload after its response was delivered: if nobody else
+    /// holds it, its value is dropped now and its allocation kept.
+    ///
+    /// A value without drop glue (`Add(u64)`) is not emptied: dropping it
+    /// later changes nothing, so the allocation goes to the spares
+    /// unchecked, and `take` checks it once (one atomic operation per
+    /// request instead of two).
+    #[inline]
+    pub(super) fn give<R: Request>(&mut self, mut payload: Arc<Payload<R>>) {
+        let keeps_nothing =
+            !std::mem::needs_drop::<R>() && matches!(payload.server, Server::Here(_));
+        if !keeps_nothing {
+            let Some(unique) = Arc::get_mut(&mut payload) else {
+                return; // a server keeps it (a deferred reply): dropped with the last holder
+            };
+            unique.value = None;
+            if let Server::Elsewhere(_) = unique.server {
+                unique.server = Server::Here(Key::NONE); // no address kept alive by a spare
+            }
+        }
+        if self.spares_of::<R>().is_none() {
+            let spares: Vec<Arc<Payload<R>>> = Vec::new();
+            self.by_type.push((TypeId::of::<R>(), Box::new(spares)));
+        }
+        if let Some(spares) = self.spares_of::<R>()
+            && spares.len() < SPARE
+        {
+            spares.push(payload);
+        }
+    }
+
+    /// The spares of payload type `R`, moved to the front if found further
+    /// on (the type used last is found first).
+    #[inline(always)]
+    fn spares_of<R: Request>(&mut self) -> Option<&mut Vec<Arc<Payload<R>>>> {
+        let id = TypeId::of::<R>();
+        let at = match self.by_type.first() {
+            Some((first, _)) if *first == id => 0,
+            _ => self.find::<R>()?,
+        };
+        self.by_type[at].1.downcast_mut()
+    }
+
+    /// Where the spares of `R` are (moved to the front).
+    #[cold]
+    #[inline(never)]
+    fn find<R: Request>(&mut self) -> Option<usize> {
+        let id = TypeId::of::<R>();
+        let at = self.by_type.iter().position(|(t, _)| *t == id)?;
+        self.by_type.swap(0, at);
+        Some(0)
+    }
+
+    /// Request `key` of `requester` ended (`outcome`) while its payload was
+    /// lent: settled when the payload comes back.
+    pub(super) fn ended_while_lent(&mut self, key: Key, requester: Key, outcome: Outcome) {
+        self.lent.push((key, requester, outcome));
+    }
+
+    /// How request `key` ended while its payload was lent, if it did.
+    pub(super) fn take_ended(&mut self, key: Key) -> Option<(Key, Outcome)> {
+        let at = self.lent.iter().position(|&(k, _, _)| k == key)?;
+        let (_, requester, outcome) = self.lent.swap_remove(at);
+        Some((requester, outcome))
+    }
+
+    /// Spare allocations of payload type `R` (for tests).
+    #[cfg(test)]
+    pub(crate) fn spares<R: Request>(&self) -> usize {
+        self.by_type
+            .iter()
+            .find(|(t, _)| *t == TypeId::of::<R>())
+            .and_then(|(_, pool)| pool.downcast_ref::<Vec<Arc<Payload<R>>>>())
+            .map_or(0, Vec::len)
+    }
+
+    /// Requests settled while lent and not yet answered (for tests).
+    #[cfg(test)]
+    pub(crate) fn lent_ended(&self) -> usize {
+        self.lent.len()
+    }
+}
