@@ -29,6 +29,11 @@ pub mod threads {}
 #[cfg_attr(not(doctest), doc = include_str!("../docs/guarantees.md"))]
 pub mod guarantees {}
 
+/// The guarantees continued: across threads, I/O and embedding, entity
+/// sets and pools, NATS (`docs/guarantees-extended.md`).
+#[cfg_attr(not(doctest), doc = include_str!("../docs/guarantees-extended.md"))]
+pub mod guarantees_extended {}
+
 /// The lifecycle of an actor, its hooks, plugins and supervision (`docs/lifecycle.md`).
 #[cfg_attr(not(doctest), doc = include_str!("../docs/lifecycle.md"))]
 pub mod lifecycle {}

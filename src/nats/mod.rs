@@ -22,7 +22,7 @@
 //! subscriber listens, or lost with a server that goes down, is gone. Order
 //! is kept from one publisher to one subscriber. `docs/nats.md` (in the
 //! repository) describes the subjects, the faults and what NATS does and does
-//! not keep; `docs/guarantees.md` lists each delivery semantic with its test.
+//! not keep; `docs/guarantees-extended.md` lists each delivery semantic with its test.
 //!
 //! # Example
 //!
