@@ -113,8 +113,59 @@ unsafe fn deliver<C, E: Envelope<C>>(payload: *mut Word, ctx: &mut C) {
     // aligned (align_of::<E>() <= 8 = the words' alignment); (ownership) the
     // caller moved the cursor past this entry, so nothing reads it again and
     // this read is its only move. The pointer is not used after this line.
-    let envelope = unsafe { payload.cast::<E>().read() };
+    let envelope = unsafe { read_by_words::<E>(payload) };
     envelope.deliver(ctx);
+}
+
+/// Envelopes up to this size are read out of the buffer a word at a time.
+const BY_WORDS: usize = 8 * WORD;
+
+/// Reads the `E` at `payload` out, as `payload.cast::<E>().read()` does,
+/// but, for a small `E`, in 8-byte loads, never wider.
+///
+/// Why: an envelope is usually read right after it was written (an actor
+/// sends, the loop delivers next), by stores of its fields, 4 or 8 bytes
+/// each. A plain read copies it with 16-byte loads, and a load that spans
+/// several recent stores cannot take its bytes from them: it waits until
+/// they reach the cache. Loads no wider than the stores avoid that wait
+/// (w1: 56 M messages/s with 16-byte loads, 90 M with these). Volatile
+/// loads, because the compiler would otherwise merge them back.
+///
+/// # Safety
+/// As [`deliver`]: `payload` points to an initialized, 8-byte-aligned `E`
+/// that the caller gives up.
+#[inline(always)]
+unsafe fn read_by_words<E>(payload: *mut Word) -> E {
+    let size = size_of::<E>();
+    if size > BY_WORDS {
+        // SAFETY: the caller's (layout) and (ownership), as in `deliver`.
+        return unsafe { payload.cast::<E>().read() };
+    }
+    let mut out = MaybeUninit::<E>::uninit();
+    let dst = out.as_mut_ptr().cast::<u8>();
+    let mut at = 0;
+    while at + WORD <= size {
+        // SAFETY: (layout) bytes `at..at + 8` are inside the `E` at
+        // `payload` (8-aligned, as `payload` is) and inside `out`; read as
+        // `MaybeUninit` words, so padding bytes may be uninitialized.
+        unsafe {
+            let word = payload.cast::<u8>().add(at).cast::<Word>().read_volatile();
+            dst.add(at).cast::<Word>().write_unaligned(word);
+        }
+        at += WORD;
+    }
+    while at < size {
+        // SAFETY: (layout) byte `at` is inside the `E` and inside `out`,
+        // read as a `MaybeUninit` byte.
+        unsafe {
+            let byte = payload.cast::<MaybeUninit<u8>>().add(at).read_volatile();
+            dst.add(at).cast::<MaybeUninit<u8>>().write(byte);
+        }
+        at += 1;
+    }
+    // SAFETY: every byte of the `E` was copied from an initialized `E`
+    // (ownership: this is its only move; the caller never reads it again).
+    unsafe { out.assume_init() }
 }
 
 /// # Safety

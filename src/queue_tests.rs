@@ -371,3 +371,45 @@ fn a_lent_message_comes_back_only_as_its_own_type() {
     let unit = ();
     assert!(Lent::new(&unit).get::<()>().is_some());
 }
+
+/// An envelope of exactly `N` bytes (alignment 1), filled from its seed.
+struct Bytes<const N: usize>([u8; N]);
+
+impl<const N: usize> Bytes<N> {
+    fn new(seed: u8) -> Self {
+        Bytes(std::array::from_fn(|i| seed.wrapping_add(i as u8)))
+    }
+}
+
+impl<const N: usize> Envelope<Ctx> for Bytes<N> {
+    fn deliver(self, ctx: &mut Ctx) {
+        let seed = self.0.first().copied().unwrap_or(0);
+        assert_eq!(
+            self.0,
+            Bytes::<N>::new(seed).0,
+            "envelope of {N} bytes changed"
+        );
+        ctx.delivered.push(N as u64);
+    }
+}
+
+#[test]
+fn envelopes_of_every_size_arrive_intact_whole_words_or_not() {
+    // Read by words up to 64 bytes (`BY_WORDS`), with a tail of single
+    // bytes when the size is not a multiple of 8; plainly above.
+    let mut ctx = Ctx::default();
+    ctx.queue.push(Bytes::<0>([]));
+    ctx.queue.push(Bytes::<1>::new(1));
+    ctx.queue.push(Bytes::<3>::new(2));
+    ctx.queue.push(Bytes::<7>::new(3));
+    ctx.queue.push(Bytes::<8>::new(4));
+    ctx.queue.push(Bytes::<9>::new(5));
+    ctx.queue.push(Bytes::<15>::new(6));
+    ctx.queue.push(Bytes::<17>::new(7));
+    ctx.queue.push(Bytes::<63>::new(8));
+    ctx.queue.push(Bytes::<64>::new(9));
+    ctx.queue.push(Bytes::<65>::new(10));
+    ctx.queue.push(Bytes::<200>::new(11));
+    assert_eq!(run_all(&mut ctx), 12);
+    assert_eq!(ctx.delivered, [0, 1, 3, 7, 8, 9, 15, 17, 63, 64, 65, 200]);
+}
