@@ -132,16 +132,22 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
         if cached.version != shared.version.get() || cached.dest.is_none() {
             return self.send_stale(ctx, message);
         }
-        ctx.core.enqueue(ToEntity {
+        ctx.core.enqueue(self.to_entity(cached, ctx.me, message));
+        Ok(())
+    }
+
+    /// A send from `sender` to the instance `cached` names, as queued.
+    #[inline]
+    fn to_entity<M>(&self, cached: Cached, sender: Key, message: M) -> ToEntity<K, M> {
+        ToEntity {
             shared: Rc::clone(&self.shared),
             dest: cached.dest,
             idx: cached.idx,
             version: cached.version as u32,
             key: self.key.clone(),
-            sender: ctx.me,
+            sender,
             message,
-        });
-        Ok(())
+        }
     }
 
     /// The cache is stale, or the entity was not live: refused if the set
@@ -166,15 +172,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
                 message,
             });
         } else {
-            ctx.core.enqueue(ToEntity {
-                shared: Rc::clone(&self.shared),
-                dest: cached.dest,
-                idx: cached.idx,
-                version: cached.version as u32,
-                key: self.key.clone(),
-                sender: ctx.me,
-                message,
-            });
+            ctx.core.enqueue(self.to_entity(cached, ctx.me, message));
         }
         Ok(())
     }
