@@ -5,170 +5,21 @@
 
 mod common;
 
-use common::{Clock, Log, root_on, root_on_l0};
-use commutator::{
-    Actor, Address, Context, EntityRouter, EntitySet, EntityStats, Keyed, Locality, StatsHandle,
-};
-use std::cell::RefCell;
+use common::entities::*;
+use common::{Log, root_on};
+use commutator::EntitySet;
 use std::collections::HashMap;
-use std::rc::Rc;
 use std::time::Duration;
 
-/// Reading `.0` (numbered by the test).
-struct Reading(u32);
-/// Makes the entity shut itself down.
-struct Leave;
-
-struct Device {
-    instance: u32,
-    log: Log,
-    hold_init: Option<u64>,
-}
-
-impl Actor for Device {
-    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|me: &mut Self, r: &Reading, ctx: &mut Context<'_, Self>| {
-            me.log
-                .push(format!("{} ({}) got {}", ctx.name(), me.instance, r.0));
-        });
-        ctx.subscribe(|_: &mut Self, _: &Leave, ctx: &mut Context<'_, Self>| ctx.shutdown());
-        if let Some(ms) = self.hold_init {
-            ctx.acquire_resource(1);
-            ctx.start_timer(Duration::from_millis(ms), |_: &mut Self, ctx, _| {
-                ctx.release_resource(1).unwrap();
-            });
-        }
-    }
-    fn shutdown_start(&mut self, ctx: &mut Context<'_, Self>) {
-        // Shutting down takes 10 ms (a resource held).
-        ctx.acquire_resource(2);
-        ctx.start_timer(Duration::from_millis(10), |_: &mut Self, ctx, _| {
-            ctx.release_resource(2).unwrap();
-        });
-    }
-    fn shutdown_finish(&mut self, ctx: &mut Context<'_, Self>) {
-        self.log
-            .push(format!("{} ({}) shut down", ctx.name(), self.instance));
-    }
-}
-
-/// How one message of a `Send` goes: through the router, or as a `Keyed`
-/// to the set.
-#[derive(Clone, Copy)]
-enum Via {
-    Router,
-    Set,
-}
-
-/// Sends what it is told, for key `.0`: readings (`Some(n)`) or `Leave`
-/// (`None`), each through the router or to the set; logs a router's error.
-struct Send(u32, Vec<(Via, Option<u32>)>);
-
-struct Sender {
-    router: EntityRouter<u32>,
-    set: Address,
-    log: Log,
-}
-
-impl Actor for Sender {
-    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|me: &mut Self, s: &Send, ctx: &mut Context<'_, Self>| {
-            for &(via, what) in &s.1 {
-                let sent = match (via, what) {
-                    (Via::Router, Some(n)) => me.router.send(ctx, s.0, Reading(n)),
-                    (Via::Router, None) => me.router.send(ctx, s.0, Leave),
-                    (Via::Set, Some(n)) => {
-                        ctx.send(&me.set, Keyed::new(s.0, Reading(n)));
-                        Ok(())
-                    }
-                    (Via::Set, None) => {
-                        ctx.send(&me.set, Keyed::new(s.0, Leave));
-                        Ok(())
-                    }
-                };
-                if let Err(e) = sent {
-                    me.log.push(format!("sender: {:?}", e.code()));
-                }
-            }
-        });
-    }
-}
-
-struct Fixture {
-    l: Locality,
-    root: Address,
-    clock: Clock,
-    set: Address,
-    sender: Address,
-    router: EntityRouter<u32>,
-    stats: StatsHandle<EntityStats>,
-    log: Log,
-}
-
-impl Fixture {
-    fn new(
-        hold_init: Option<u64>,
-        make: impl FnOnce(EntitySet<u32, Device>) -> EntitySet<u32, Device>,
-    ) -> Self {
-        let (mut l, root) = root_on_l0();
-        let clock = Clock { t0: l.now() };
-        let log = Log::new();
-        let instances: Rc<RefCell<HashMap<u32, u32>>> = Rc::default();
-        let made_log = log.clone();
-        let set = make(
-            EntitySet::new(move |key: &u32| {
-                let mut counts = instances.borrow_mut();
-                let n = counts.entry(*key).or_insert(0);
-                *n += 1;
-                Device {
-                    instance: *n,
-                    log: made_log.clone(),
-                    hold_init,
-                }
-            })
-            .route::<Reading>()
-            .route::<Leave>(),
-        );
-        let stats = set.stats();
-        let router = set.router();
-        let set = l.spawn(&root, set).name("devices").finish().unwrap();
-        let sender = Sender {
-            router: router.clone(),
-            set: set.clone(),
-            log: log.clone(),
-        };
-        let sender = l.spawn(&root, sender).name("sender").finish().unwrap();
-        l.run_until_idle(clock.t0);
-        Fixture {
-            l,
-            root,
-            clock,
-            set,
-            sender,
-            router,
-            stats,
-            log,
-        }
-    }
-
-    fn send(&mut self, key: u32, what: &[(Via, Option<u32>)]) {
-        self.l.send(&self.sender, Send(key, what.to_vec())).unwrap();
-    }
-
-    fn at(&mut self, ms: u64) -> Vec<String> {
-        self.l.run_until_idle(self.clock.at(ms));
-        self.log.take()
-    }
-}
-
 use Via::{Router as R, Set as S};
+use What::{Leave as L, Reading as N};
 
 #[test]
 fn a_router_makes_the_entity_on_the_first_message_and_delivers_in_order() {
     let mut f = Fixture::new(None, |s| s);
-    f.send(4, &[(R, Some(1)), (R, Some(2))]);
+    f.send(4, &[(R, N(1)), (R, N(2))]);
     assert_eq!(f.at(0), ["devices/4 (1) got 1", "devices/4 (1) got 2"]);
-    f.send(4, &[(R, Some(3))]); // live now: straight to it
+    f.send(4, &[(R, N(3))]); // live now: straight to it
     assert_eq!(f.at(1), ["devices/4 (1) got 3"]);
     let s = f.stats.get();
     assert_eq!((s.live, s.created, s.buffered), (1, 1, 0));
@@ -178,17 +29,14 @@ fn a_router_makes_the_entity_on_the_first_message_and_delivers_in_order() {
 fn router_and_keyed_sends_of_one_sender_keep_their_order() {
     // Entities take 10 ms to start: the first messages wait in the set.
     let mut f = Fixture::new(Some(10), |s| s);
-    let mixed = [(R, Some(1)), (S, Some(2)), (R, Some(3)), (S, Some(4))];
+    let mixed = [(R, N(1)), (S, N(2)), (R, N(3)), (S, N(4))];
     f.send(1, &mixed);
     assert_eq!(f.at(0), Vec::<String>::new());
-    f.send(1, &[(R, Some(5)), (S, Some(6))]); // still initializing
+    f.send(1, &[(R, N(5)), (S, N(6))]); // still initializing
     let got = f.at(10);
     let want: Vec<String> = (1..=6).map(|n| format!("devices/1 (1) got {n}")).collect();
     assert_eq!(got, want);
-    f.send(
-        1,
-        &[(S, Some(7)), (R, Some(8)), (S, Some(9)), (R, Some(10))],
-    ); // live
+    f.send(1, &[(S, N(7)), (R, N(8)), (S, N(9)), (R, N(10))]); // live
     let got = f.at(11);
     let want: Vec<String> = (7..=10).map(|n| format!("devices/1 (1) got {n}")).collect();
     assert_eq!(got, want);
@@ -197,13 +45,13 @@ fn router_and_keyed_sends_of_one_sender_keep_their_order() {
 #[test]
 fn router_messages_behind_an_entity_that_leaves_reach_its_next_instance() {
     let mut f = Fixture::new(None, |s| s);
-    f.send(2, &[(R, Some(1))]);
+    f.send(2, &[(R, N(1))]);
     assert_eq!(f.at(0), ["devices/2 (1) got 1"]);
     // It leaves (its shutdown takes 10 ms); what comes meanwhile, through
     // the router or the set, waits for the next instance, in order.
-    f.send(2, &[(R, None)]);
+    f.send(2, &[(R, L)]);
     assert_eq!(f.at(1), Vec::<String>::new());
-    f.send(2, &[(R, Some(2)), (S, Some(3)), (R, Some(4))]);
+    f.send(2, &[(R, N(2)), (S, N(3)), (R, N(4))]);
     assert_eq!(f.at(2), Vec::<String>::new());
     assert_eq!(f.stats.get().buffered, 3);
     assert_eq!(
@@ -221,17 +69,17 @@ fn router_messages_behind_an_entity_that_leaves_reach_its_next_instance() {
 #[test]
 fn a_router_in_a_set_with_idle_time_counts_as_use() {
     let mut f = Fixture::new(None, |s| s.idle_after(Duration::from_millis(100)));
-    f.send(3, &[(R, Some(1))]);
+    f.send(3, &[(R, N(1))]);
     assert_eq!(f.at(0), ["devices/3 (1) got 1"]);
     for (ms, n) in [(60, 2), (120, 3), (180, 4)] {
         f.l.run_until_idle(f.clock.at(ms));
-        f.send(3, &[(R, Some(n))]);
+        f.send(3, &[(R, N(n))]);
         assert_eq!(f.at(ms), [format!("devices/3 (1) got {n}")]);
     }
     assert_eq!(f.stats.get().passivated, 0, "used every 60 ms");
     assert_eq!(f.at(400), Vec::<String>::new(), "then idle: passivated");
     assert_eq!(f.at(420), ["devices/3 (1) shut down"]);
-    f.send(3, &[(R, Some(5))]);
+    f.send(3, &[(R, N(5))]);
     assert_eq!(f.at(401), ["devices/3 (2) got 5"]);
 }
 
@@ -249,13 +97,14 @@ fn a_router_refuses_before_its_set_starts_after_it_is_gone_and_on_another_locali
     let log = f.log.clone();
     let sender = Sender {
         router: early,
+        refs: HashMap::new(),
         set: f.set.clone(),
         log: log.clone(),
     };
     let root = f.root.clone();
     let early = f.l.spawn(&root, sender).name("early").finish().unwrap();
     f.l.run_until_idle(f.clock.t0);
-    f.l.send(&early, Send(1, vec![(R, Some(1))])).unwrap();
+    f.l.send(&early, Send(1, vec![(R, N(1))])).unwrap();
     assert_eq!(f.at(0), ["sender: Unavailable"]);
     drop(set);
 
@@ -263,32 +112,33 @@ fn a_router_refuses_before_its_set_starts_after_it_is_gone_and_on_another_locali
     let (mut l2, root2) = root_on("L2");
     let far = Sender {
         router: f.router.clone(),
+        refs: HashMap::new(),
         set: f.set.clone(),
         log: log.clone(),
     };
     let far = l2.spawn(&root2, far).name("far").finish().unwrap();
     let t0 = l2.now();
-    l2.send(&far, Send(1, vec![(R, Some(1))])).unwrap();
+    l2.send(&far, Send(1, vec![(R, N(1))])).unwrap();
     l2.run_until_idle(t0);
     assert_eq!(log.take(), ["sender: InvalidArgument"]);
 
     // Gone: refused.
     f.l.shutdown(&f.set).unwrap();
     f.l.run_until_idle(f.clock.at(1));
-    f.send(1, &[(R, Some(2))]);
+    f.send(1, &[(R, N(2))]);
     assert_eq!(f.at(2), ["sender: Unavailable"]);
 }
 
 #[test]
 fn at_the_cap_an_entity_used_through_a_router_is_not_the_least_recently_used() {
     let mut f = Fixture::new(None, |s| s.max_live(2));
-    f.send(1, &[(R, Some(1))]);
+    f.send(1, &[(R, N(1))]);
     assert_eq!(f.at(0), ["devices/1 (1) got 1"]);
-    f.send(2, &[(R, Some(2))]);
+    f.send(2, &[(R, N(2))]);
     assert_eq!(f.at(1), ["devices/2 (1) got 2"]);
-    f.send(1, &[(R, Some(3))]); // 1 is used after 2
+    f.send(1, &[(R, N(3))]); // 1 is used after 2
     assert_eq!(f.at(2), ["devices/1 (1) got 3"]);
-    f.send(3, &[(R, Some(4))]); // a new key at the cap: 2 makes room
+    f.send(3, &[(R, N(4))]); // a new key at the cap: 2 makes room
     assert_eq!(f.at(3), Vec::<String>::new(), "2 shuts down, for 10 ms");
     assert_eq!((f.stats.get().waiting, f.stats.get().passivated), (1, 1));
     assert_eq!(

@@ -2,12 +2,14 @@
 //!
 //! Every test drives its locality with a manual clock (`Clock`), never sleeps
 //! and never looks at wall time. A submodule holds what the files of one
-//! family share: `lifecycle` for `lifecycle*.rs`, `misuse` for `misuse*.rs`,
+//! family share: `entities` for `entity_ref.rs` and `entity_router.rs`,
+//! `lifecycle` for `lifecycle*.rs`, `misuse` for `misuse*.rs`,
 //! `pubsub` for `pubsub*.rs`, `threads` for `threads*.rs` (on the real
 //! clock, bounded by deadlines).
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod entities;
 pub mod lifecycle;
 pub mod misuse;
 pub mod pubsub;
