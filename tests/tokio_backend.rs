@@ -160,6 +160,64 @@ fn a_supervisor_tree_lives_beside_the_programs_own_tasks() {
 /// A future started by an actor runs on tokio: it sleeps on tokio's timer
 /// and its output comes back as a message.
 #[test]
+fn a_burst_of_messages_leaves_room_for_the_runtimes_other_tasks() {
+    // 20,000 messages one after the other, with the locality's default
+    // budget (65,536 a dispatch): a poll of the task handles at most 4,096
+    // of them, then yields, so a task beside it runs between the slices.
+    struct Hop(u32);
+    struct Relay {
+        polls: Rc<Cell<u32>>,
+        seen: Rc<Cell<Option<u32>>>,
+    }
+    impl Actor for Relay {
+        fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+            ctx.subscribe(|me: &mut Self, hop: &Hop, ctx: &mut Context<'_, Self>| {
+                if hop.0 == 0 {
+                    me.seen.set(Some(me.polls.get()));
+                    ctx.shutdown_supervisor();
+                } else {
+                    let me = ctx.address().clone();
+                    ctx.send(&me, Hop(hop.0 - 1));
+                }
+            });
+        }
+    }
+    within(LIMIT, || {
+        let (mut locality, root) = tree("burst");
+        let polls = Rc::new(Cell::new(0));
+        let seen = Rc::new(Cell::new(None));
+        let relay = Relay {
+            polls: polls.clone(),
+            seen: seen.clone(),
+        };
+        let relay = locality.spawn(&root, relay).finish().expect("relay");
+        locality
+            .send(&relay, Hop(20_000))
+            .map_err(|e| e.error)
+            .expect("kick");
+        let mut app = TokioLocality::new(locality).expect("app");
+        let local = tokio::task::LocalSet::new();
+        let result = local.block_on(&runtime(), async {
+            let ticker = tokio::task::spawn_local(async move {
+                loop {
+                    polls.set(polls.get() + 1);
+                    tokio::task::yield_now().await;
+                }
+            });
+            let result = app.run().await;
+            ticker.abort();
+            result
+        });
+        result.expect("a normal end");
+        let seen = seen.get().expect("the last hop");
+        assert!(
+            seen >= 4,
+            "the other task ran {seen} times during the burst"
+        );
+    });
+}
+
+#[test]
 fn an_actors_future_runs_on_tokio() {
     struct Slept(u32);
     struct Napper {

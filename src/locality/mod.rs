@@ -228,13 +228,19 @@ impl Locality {
     /// the budget runs out with work left, [`has_pending`](Locality::has_pending)
     /// is `true`: poll without waiting and dispatch again.
     pub fn dispatch(&mut self, now: Instant) -> usize {
+        self.dispatch_at_most(now, self.budget)
+    }
+
+    /// [`dispatch`](Locality::dispatch) with `budget` items at most (a
+    /// backend that shares its thread with other tasks takes less).
+    pub(crate) fn dispatch_at_most(&mut self, now: Instant, budget: usize) -> usize {
         self.core.check_finished();
         let core = &mut self.core;
         if now > core.now || !core.clock_set {
             core.now = now;
             core.clock_set = true;
         }
-        let budget = self.budget;
+        let budget = budget.max(1);
         let mut done = 0;
         while done < budget && !core.is_finished() {
             core.drain_mail();
