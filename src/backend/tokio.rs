@@ -215,7 +215,6 @@ impl Run<'_> {
             let locality = self.this.driver.locality();
             let slice = locality.budget().min(SLICE);
             locality.dispatch_at_most(Instant::now(), slice);
-            let locality = self.this.driver.locality();
             if locality.is_finished() {
                 return Poll::Ready(self.this.driver.result());
             }
