@@ -5,8 +5,8 @@
 
 mod common;
 
+use common::Log;
 use common::entities::*;
-use common::{Log, root_on};
 use commutator::EntitySet;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -94,33 +94,13 @@ fn a_router_refuses_before_its_set_starts_after_it_is_gone_and_on_another_locali
     .route::<Reading>();
     let early = set.router();
     let mut f = Fixture::new(None, |s| s);
-    let log = f.log.clone();
-    let sender = Sender {
-        router: early,
-        refs: HashMap::new(),
-        set: f.set.clone(),
-        log: log.clone(),
-    };
-    let root = f.root.clone();
-    let early = f.l.spawn(&root, sender).name("early").finish().unwrap();
-    f.l.run_until_idle(f.clock.t0);
+    let early = f.another_sender("early", early, HashMap::new());
     f.l.send(&early, Send(1, vec![(R, N(1))])).unwrap();
     assert_eq!(f.at(0), ["sender: Unavailable"]);
     drop(set);
 
     // Another locality on this thread: refused.
-    let (mut l2, root2) = root_on("L2");
-    let far = Sender {
-        router: f.router.clone(),
-        refs: HashMap::new(),
-        set: f.set.clone(),
-        log: log.clone(),
-    };
-    let far = l2.spawn(&root2, far).name("far").finish().unwrap();
-    let t0 = l2.now();
-    l2.send(&far, Send(1, vec![(R, N(1))])).unwrap();
-    l2.run_until_idle(t0);
-    assert_eq!(log.take(), ["sender: InvalidArgument"]);
+    assert_eq!(f.send_from_another_locality(R), ["sender: InvalidArgument"]);
 
     // Gone: refused.
     f.l.shutdown(&f.set).unwrap();

@@ -3,7 +3,7 @@
 //! message its own way (an `EntityRef`, a router, or a `Keyed` to the set),
 //! in a set on a manual clock.
 
-use super::{Clock, Log, root_on_l0};
+use super::{Clock, Log, root_on, root_on_l0};
 use commutator::{
     Actor, Address, Context, EntityRef, EntityRouter, EntitySet, EntityStats, Keyed, Locality,
     StatsHandle,
@@ -186,6 +186,43 @@ impl Fixture {
 
     pub fn at(&mut self, ms: u64) -> Vec<String> {
         self.l.run_until_idle(self.clock.at(ms));
+        self.log.take()
+    }
+
+    /// Another sender here, with `router` and `refs` of its own, started.
+    pub fn another_sender(
+        &mut self,
+        name: &'static str,
+        router: EntityRouter<u32>,
+        refs: HashMap<u32, EntityRef<u32>>,
+    ) -> Address {
+        let sender = Sender {
+            router,
+            refs,
+            set: self.set.clone(),
+            log: self.log.clone(),
+        };
+        let root = self.root.clone();
+        let sender = self.l.spawn(&root, sender).name(name).finish().unwrap();
+        self.l.run_until_idle(self.clock.t0);
+        sender
+    }
+
+    /// A reading for key 1 sent `via` the fixture's router by an actor of
+    /// another locality on this thread: what the senders logged.
+    pub fn send_from_another_locality(&mut self, via: Via) -> Vec<String> {
+        let (mut l2, root2) = root_on("L2");
+        let far = Sender {
+            router: self.router.clone(),
+            refs: HashMap::new(),
+            set: self.set.clone(),
+            log: self.log.clone(),
+        };
+        let far = l2.spawn(&root2, far).name("far").finish().unwrap();
+        let t0 = l2.now();
+        l2.send(&far, Send(1, vec![(via, What::Reading(1))]))
+            .unwrap();
+        l2.run_until_idle(t0);
         self.log.take()
     }
 }
