@@ -261,6 +261,8 @@ struct Reader {
     publisher: Address,
     got: u64,
     total: Rc<Cell<u64>>,
+    /// The deliveries of the whole run (computed once, as the peers do).
+    target: u64,
 }
 
 impl Actor for Reader {
@@ -277,7 +279,7 @@ impl Reader {
         self.got = self.got.wrapping_add(item.0 | 1);
         let total = self.total.get() + 1;
         self.total.set(total);
-        if total == n(N_PUBSUB) * N_SUBS as u64 {
+        if total == self.target {
             done(ctx);
         }
     }
@@ -295,6 +297,7 @@ fn w2() {
             publisher: publisher.clone(),
             got: 0,
             total: total.clone(),
+            target: n(N_PUBSUB) * N_SUBS as u64,
         };
         system.spawn(&root, reader).finish().expect("reader");
     }
@@ -330,6 +333,8 @@ impl Actor for Server {
 struct Client {
     server: Address,
     i: u64,
+    /// The requests of the whole run (computed once, as the peers do).
+    target: u64,
 }
 
 impl Actor for Client {
@@ -356,7 +361,7 @@ impl Client {
             self.i
         );
         self.i += 1;
-        if self.i < n(N_REQRESP) {
+        if self.i < self.target {
             self.next(ctx);
         } else {
             done(ctx);
@@ -368,7 +373,14 @@ fn w3() {
     let (mut system, root) = new_system(Supervisor);
     let server = system.spawn(&root, Server).finish().expect("server");
     let client = system
-        .spawn(&root, Client { server, i: 0 })
+        .spawn(
+            &root,
+            Client {
+                server,
+                i: 0,
+                target: n(N_REQRESP),
+            },
+        )
         .finish()
         .expect("client");
     timed("w3_reqresp", n(N_REQRESP), system, &client, Go(None, 0));
@@ -391,6 +403,7 @@ impl Spawner {
         for _ in 0..n(N_SPAWN) {
             let tiny = Tiny {
                 started: self.started.clone(),
+                target: n(N_SPAWN),
             };
             if let Err(e) = ctx.spawn(tiny).finish() {
                 ctx.fail(e);
@@ -402,12 +415,14 @@ impl Spawner {
 
 struct Tiny {
     started: Rc<Cell<usize>>,
+    /// The actors of the whole run (computed once, as the peers do).
+    target: usize,
 }
 
 impl Actor for Tiny {
     fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
         self.started.set(self.started.get() + 1);
-        if self.started.get() == n(N_SPAWN) {
+        if self.started.get() == self.target {
             // the spawner is the root: everything goes, and the shutdown is timed too
             ctx.shutdown_supervisor();
         }

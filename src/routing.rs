@@ -392,12 +392,21 @@ impl<T, H> Routes<T, H> {
     /// The subscriptions to `type_id` on `address`, in subscription order (a
     /// copy: the channel may change while they run).
     pub(crate) fn subscribers(&self, address: Key, type_id: TypeId) -> SmallVec<[Key; 8]> {
-        let mut subs = SmallVec::new();
-        if let Some(channel) = self.slot(address).and_then(|s| s.channel(type_id)) {
-            subs.push(channel.first);
-            subs.extend_from_slice(channel.more.as_slice());
+        let Some(channel) = self.slot(address).and_then(|s| s.channel(type_id)) else {
+            return SmallVec::new();
+        };
+        let more = channel.more.as_slice();
+        if more.len() < 8 {
+            // Copied key by key into the inline buffer: `extend_from_slice`
+            // calls `memmove` and `memcpy` for a handful of keys.
+            let mut buf = [Key::NONE; 8];
+            buf[0] = channel.first;
+            for (to, from) in buf[1..].iter_mut().zip(more) {
+                *to = *from;
+            }
+            return SmallVec::from_buf_and_len(buf, 1 + more.len());
         }
-        subs
+        channel.subs().collect()
     }
 
     /// Takes the handler of a live subscription out, to call it; `None` if
