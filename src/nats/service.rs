@@ -416,6 +416,9 @@ impl<C: Codec> Service<C> {
             };
             let stats = shared.stats.clone();
             let each = |message, handoff: &mut Handoff| {
+                // The locality is likely to answer soon: the bridge
+                // thread waits for that a little before it sleeps.
+                super::spin::handed_off();
                 handoff.send(&me, Incoming(message, Instant::now()))
             };
             let serve = pump(requests, window, shared.window, me.clone(), stats, each);
