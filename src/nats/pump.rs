@@ -244,7 +244,8 @@ impl Inbox {
 
     /// The reply subject of request `id` of the remote at `slot`; with the
     /// milliseconds its requester still waits as a last token `t<ms>` (see
-    /// [`deadline_token`]).
+    /// [`deadline_token`]; a [`Remote`](super::Remote) writes the same
+    /// into its pack).
     pub(crate) fn reply_subject(&self, slot: usize, id: u64, left_ms: Option<u128>) -> String {
         match left_ms {
             Some(ms) => format!("{}.{slot}.{id}.t{ms}", self.prefix),
