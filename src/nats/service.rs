@@ -188,7 +188,12 @@ impl<C: Codec> Service<C> {
         let request = match self.nats.shared.codec.decode::<R>(payload) {
             Ok(request) => request,
             Err(e) => {
-                return answer::<R::Response, C>(&self.nats.shared, &mut self.pack, &reply, Err(&e));
+                return answer::<R::Response, C>(
+                    &self.nats.shared,
+                    &mut self.pack,
+                    &reply,
+                    Err(&e),
+                );
             }
         };
         let Some(to) = self.to.clone() else {
