@@ -559,7 +559,7 @@ fn main() {
             }
         },
     };
-    let run = |name: &str| filter.is_empty() || filter.iter().any(|f| name.starts_with(f.as_str()));
+    let run = |name: &str| filter.is_empty() || filter.iter().any(|f| name == f);
     let only = std::env::var("ONLY").unwrap_or_default();
     let side = |who: &str| only.is_empty() || only == who;
     for _ in 0..reps {

@@ -5,6 +5,7 @@
 use super::connection::Counters;
 use super::options::{Auth, Options};
 use super::pump::Inbox;
+use super::spin::Spin;
 use crate::error::{Error, ErrorCode, Result};
 use async_nats::{Client, ConnectErrorKind, ConnectOptions, Event};
 use std::sync::Arc;
@@ -171,8 +172,11 @@ pub(crate) fn bridge_thread(
     ready: std::sync::mpsc::Sender<Result<(Connected, Handle)>>,
     stop: tokio::sync::oneshot::Receiver<()>,
 ) {
+    let spin = Arc::new(Spin::default());
+    let before_park = spin.clone();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .on_thread_park(move || before_park.before_park())
         .build()
     {
         Ok(runtime) => runtime,
@@ -181,6 +185,7 @@ pub(crate) fn bridge_thread(
             return;
         }
     };
+    let _ = spin.handle.set(runtime.handle().clone());
     runtime.block_on(async move {
         let connected = match establish(options, urls, timeout, &servers, stats).await {
             Ok(connected) => connected,

@@ -408,18 +408,19 @@ impl<C: Codec> Shared<C> {
     pub(crate) fn publish(
         &self,
         subject: &str,
-        reply: Option<String>,
+        reply: Option<Subject>,
         payload: Bytes,
     ) -> Result<()> {
         self.publish_on(&Subject::from(subject), reply, payload)
     }
 
     /// As [`publish`](Shared::publish), on a subject made once (an
-    /// [`Export`](super::Export)'s): its clone is a count, not a copy.
+    /// [`Export`](super::Export)'s, a [`Remote`](super::Remote)'s): its
+    /// clone is a count, not a copy.
     pub(crate) fn publish_on(
         &self,
         subject: &Subject,
-        reply: Option<String>,
+        reply: Option<Subject>,
         payload: Bytes,
     ) -> Result<()> {
         let client = &self.client;

@@ -99,6 +99,7 @@ mod pubsub;
 mod pump;
 mod request;
 mod service;
+mod spin;
 
 pub use codec::{Codec, Json, Wire, codec_error};
 pub use connection::{Nats, Stats};

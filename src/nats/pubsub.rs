@@ -1,7 +1,7 @@
 //! Publish and subscribe across processes: [`Export`] publishes what is sent
 //! to a local address, [`Import`] delivers a subject's messages to one.
 
-use super::codec::{Codec, Json, Wire};
+use super::codec::{Codec, Json, Pack, Wire};
 use super::connection::{Counters, Nats};
 use super::names::{round_trip, transport_error};
 use super::pump::{Ack, BRIDGE_RESOURCE, Handoff, Task, Window, pump};
@@ -9,7 +9,7 @@ use crate::actor::{Actor, ActorState};
 use crate::address::Address;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use std::fmt;
 use std::sync::Arc;
 
@@ -109,14 +109,9 @@ pub struct Export<C: Codec = Json> {
     routes: Vec<Route<C>>,
     /// `true` after a refusal, until a publish succeeds (one warning per outage).
     refusing: bool,
-    /// Where payloads are encoded: each is split off as its own `Bytes`,
-    /// many sharing one allocation (freed when the client has sent them all).
-    buf: BytesMut,
+    /// Where payloads are encoded (a burst's share allocations).
+    pack: Pack,
 }
-
-/// The room an [`Export`] makes in its buffer when it runs low: payloads
-/// of a burst share allocations of this size.
-const PACK: usize = 16 * 1024;
 
 impl<C: Codec> fmt::Debug for Export<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -134,7 +129,7 @@ impl<C: Codec> Nats<C> {
             on: None,
             routes: Vec::new(),
             refusing: false,
-            buf: BytesMut::new(),
+            pack: Pack::default(),
         }
     }
 
@@ -212,25 +207,10 @@ impl<C: Codec> Export<C> {
         ctx: &mut Context<'_, Self>,
     ) {
         let shared = &self.nats.shared;
-        if self.buf.capacity() < PACK / 16 {
-            // Reuses the allocation if every payload cut from it was sent.
-            self.buf.reserve(PACK);
-        }
-        let sent = match shared.codec.encode_into(m, &mut self.buf) {
-            Ok(()) => {
-                let payload = self.buf.split().freeze();
-                if payload.len() > PACK {
-                    // A large payload takes its allocation with it (the
-                    // buffer would keep it alive for the small ones).
-                    self.buf = BytesMut::new();
-                }
-                shared.publish_on(subject, None, payload)
-            }
-            Err(e) => {
-                self.buf.clear();
-                Err(e)
-            }
-        };
+        let sent = self
+            .pack
+            .encode(&shared.codec, m)
+            .and_then(|payload| shared.publish_on(subject, None, payload));
         match sent {
             Ok(()) => self.refusing = false,
             Err(error) => {

@@ -123,6 +123,11 @@ impl Handoff {
         true
     }
 
+    /// `true` if `to` is an address of this hand-off's locality.
+    pub(crate) fn is_for(&self, to: &Address) -> bool {
+        std::ptr::eq::<LocalityShared>(&**to.locality(), self.outbox.to())
+    }
+
     /// Pushes what is queued into the locality and wakes it (nothing if
     /// nothing is queued).
     pub(crate) fn flush(&mut self) {
@@ -239,7 +244,8 @@ impl Inbox {
 
     /// The reply subject of request `id` of the remote at `slot`; with the
     /// milliseconds its requester still waits as a last token `t<ms>` (see
-    /// [`deadline_token`]).
+    /// [`deadline_token`]; a [`Remote`](super::Remote) writes the same
+    /// into its pack).
     pub(crate) fn reply_subject(&self, slot: usize, id: u64, left_ms: Option<u128>) -> String {
         match left_ms {
             Some(ms) => format!("{}.{slot}.{id}.t{ms}", self.prefix),
@@ -247,31 +253,62 @@ impl Inbox {
         }
     }
 
-    /// Reads the inbox subscription until the connection ends.
+    /// Reads the inbox subscription until the connection ends. What waits
+    /// in it (up to [`HANDOFF_BATCH`]) crosses into each locality in one
+    /// hand-off.
     pub(crate) async fn run(self: Arc<Self>, mut subscription: Subscriber, stats: Arc<Counters>) {
-        while let Some(message) = subscription.next().await {
-            Counters::add(&stats.received, 1);
-            let parsed = message
-                .subject
-                .strip_prefix(self.prefix.as_str())
-                .and_then(|rest| rest.strip_prefix('.'))
-                .and_then(|rest| {
-                    let mut tokens = rest.split('.');
-                    let slot = tokens.next()?.parse::<usize>().ok()?;
-                    Some((slot, tokens.next()?.parse::<u64>().ok()?))
-                });
-            let Some((slot, id)) = parsed else {
-                Counters::add(&stats.late_replies, 1);
-                continue;
-            };
-            let entry = self.table().get(slot).cloned();
-            let forwarded = entry.is_some_and(|entry| {
-                entry.take_outstanding() && entry.address.send(Reply { id, message }).is_ok()
-            });
-            if !forwarded {
-                Counters::add(&stats.late_replies, 1);
+        let mut handoffs: Vec<Handoff> = Vec::new();
+        while let Some(first) = subscription.next().await {
+            let mut next = Some(first);
+            let mut taken = 0u64;
+            while let Some(message) = next.take() {
+                taken += 1;
+                if !self.forward(message, &mut handoffs) {
+                    Counters::add(&stats.late_replies, 1);
+                }
+                if taken < HANDOFF_BATCH as u64 {
+                    next = subscription.next().now_or_never().flatten();
+                }
             }
+            for handoff in &mut handoffs {
+                handoff.flush();
+            }
+            handoffs.clear();
+            Counters::add(&stats.received, taken);
         }
+    }
+
+    /// Queues a reply for its remote: `false` if none waits for it.
+    fn forward(&self, message: Message, handoffs: &mut Vec<Handoff>) -> bool {
+        let parsed = message
+            .subject
+            .strip_prefix(self.prefix.as_str())
+            .and_then(|rest| rest.strip_prefix('.'))
+            .and_then(|rest| {
+                let mut tokens = rest.split('.');
+                let slot = tokens.next()?.parse::<usize>().ok()?;
+                Some((slot, tokens.next()?.parse::<u64>().ok()?))
+            });
+        let Some((slot, id)) = parsed else {
+            return false;
+        };
+        let Some(entry) = self.table().get(slot).cloned() else {
+            return false;
+        };
+        if !entry.take_outstanding() {
+            return false;
+        }
+        // The remote answers its requester, who may ask again at once.
+        super::spin::handed_off();
+        let to = &entry.address;
+        let i = match handoffs.iter().position(|h| h.is_for(to)) {
+            Some(i) => i,
+            None => {
+                handoffs.push(Handoff::new(to));
+                handoffs.len() - 1
+            }
+        };
+        handoffs[i].send(to, Reply { id, message })
     }
 }
 
@@ -448,5 +485,99 @@ mod handoff_tests {
         assert!(l.is_finished());
         assert!(!handoff.send(&to, 5u32));
         handoff.flush();
+    }
+}
+
+#[cfg(test)]
+mod inbox_tests {
+    use super::{Inbox, Reply};
+    use crate::{Actor, Address, Context, Locality, Supervisor, SupervisorConfig};
+    use std::sync::{Arc, Mutex};
+
+    type Log = Arc<Mutex<Vec<u64>>>;
+
+    /// Keeps the id of every reply it gets.
+    struct Remote(Log);
+    impl Actor for Remote {
+        fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+            ctx.subscribe(|this: &mut Self, r: &Reply, _: &mut Context<'_, Self>| {
+                this.0.lock().unwrap().push(r.id)
+            });
+        }
+    }
+
+    fn remote(name: &str) -> (Locality, Address, Address, Log) {
+        let log = Log::default();
+        let mut l = Locality::named(name);
+        let root = l
+            .spawn_root(Supervisor)
+            .supervisor(SupervisorConfig::default())
+            .finish()
+            .unwrap();
+        let to = l.spawn(&root, Remote(log.clone())).finish().unwrap();
+        let now = l.now();
+        l.run_until_idle(now);
+        (l, root, to, log)
+    }
+
+    fn reply(subject: String) -> async_nats::Message {
+        async_nats::Message {
+            subject: subject.into(),
+            reply: None,
+            payload: bytes::Bytes::new(),
+            headers: None,
+            status: None,
+            description: None,
+            length: 0,
+        }
+    }
+
+    #[test]
+    fn replies_read_together_reach_each_remote_in_order_and_only_when_due() {
+        let (mut la, _ra, a, log_a) = remote("a");
+        let (mut lb, _rb, b, log_b) = remote("b");
+        let inbox = Inbox::new("_INBOX.t".into());
+        let (slot_a, entry_a) = inbox.register(a.clone());
+        let (slot_b, entry_b) = inbox.register(b.clone());
+        for _ in 0..3 {
+            entry_a.asked();
+        }
+        for _ in 0..2 {
+            entry_b.asked();
+        }
+        let mut handoffs = Vec::new();
+        let mut forwarded: Vec<bool> = [
+            (slot_a, 1),
+            (slot_b, 2),
+            (slot_a, 3),
+            (slot_b, 4),
+            (slot_a, 5),
+            // Not due: b asked twice; and no remote 9.
+            (slot_b, 6),
+            (9, 7),
+        ]
+        .into_iter()
+        .map(|(slot, id)| {
+            let subject = inbox.reply_subject(slot, id, Some(5));
+            inbox.forward(reply(subject), &mut handoffs)
+        })
+        .collect();
+        // Not a reply subject.
+        forwarded.push(inbox.forward(reply("_INBOX.t.x".into()), &mut handoffs));
+        assert_eq!(
+            forwarded,
+            [true, true, true, true, true, false, false, false]
+        );
+        assert_eq!(handoffs.len(), 2, "one hand-off per locality");
+        assert!(log_a.lock().unwrap().is_empty(), "nothing before the flush");
+        for handoff in &mut handoffs {
+            handoff.flush();
+        }
+        for l in [&mut la, &mut lb] {
+            let now = l.now();
+            l.run_until_idle(now);
+        }
+        assert_eq!(*log_a.lock().unwrap(), [1, 3, 5]);
+        assert_eq!(*log_b.lock().unwrap(), [2, 4]);
     }
 }

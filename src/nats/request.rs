@@ -11,7 +11,7 @@
 //! by the ordinary rules: the reply, the error, the timeout or the
 //! cancellation, whichever comes first; a reply after that is dropped.
 
-use super::codec::{Codec, Json, Wire, WireError, WireReply};
+use super::codec::{Codec, Json, Pack, Wire, WireError, WireReply};
 use super::connection::{Counters, Nats};
 use super::names::{
     ServiceInfo, cancel_subject, check_service_name, check_wire_name, discover, svc_subject,
@@ -22,7 +22,7 @@ use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
 use crate::request::{CancelRequest, Request, RequestId, RequestMsg};
 use crate::timer::TimerId;
-use async_nats::{Message, StatusCode};
+use async_nats::{Message, StatusCode, Subject};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
@@ -90,7 +90,9 @@ pub struct Remote<C: Codec = Json> {
     pending: IdMap<u64, Pending<C>>,
     by_request: IdMap<RequestId, u64>,
     /// The subject of each request type (`<prefix>.svc.<name>.<type>`).
-    subjects: HashMap<&'static str, String>,
+    subjects: HashMap<&'static str, Subject>,
+    /// Where payloads and reply subjects are written.
+    pack: Pack,
     discovery: Task,
     /// `true` while the discovery at init runs (its answer and its deadline
     /// race: the first ends it).
@@ -124,6 +126,7 @@ impl<C: Codec> Nats<C> {
             pending: IdMap::default(),
             by_request: IdMap::default(),
             subjects: HashMap::new(),
+            pack: Pack::default(),
             discovery: Task::default(),
             searching: false,
             timer: None,
@@ -175,7 +178,7 @@ impl<C: Codec> Remote<C> {
             );
             return;
         };
-        let payload = match shared.codec.encode(request.payload()) {
+        let payload = match self.pack.encode(&shared.codec, request.payload()) {
             Ok(payload) => payload,
             Err(e) => return ctx.reply_error(request, e),
         };
@@ -183,7 +186,7 @@ impl<C: Codec> Remote<C> {
             .next_request
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let subject = match self.subjects.get(R::NAME) {
-            Some(subject) => subject.as_str(),
+            Some(subject) => subject,
             None => return ctx.reply_error(request, Error::new(ErrorCode::UnknownService)),
         };
         // The requester's deadline travels as the time it has left.
@@ -191,9 +194,15 @@ impl<C: Codec> Remote<C> {
             let left = deadline.saturating_duration_since(ctx.now());
             left.as_micros().div_ceil(1000)
         });
-        let reply = shared.inbox.reply_subject(*slot, id, left_ms);
+        let prefix = &shared.inbox.prefix;
+        let reply = match left_ms {
+            Some(ms) => self
+                .pack
+                .subject(format_args!("{prefix}.{slot}.{id}.t{ms}")),
+            None => self.pack.subject(format_args!("{prefix}.{slot}.{id}")),
+        };
         entry.asked();
-        if let Err(e) = shared.publish(subject, Some(reply), payload) {
+        if let Err(e) = shared.publish_on(subject, Some(reply), payload) {
             entry.unask();
             return ctx.reply_error(request, e);
         }
@@ -301,7 +310,7 @@ impl<C: Codec> Remote<C> {
         }
         for wire in &self.types {
             let subject = svc_subject(&self.nats.shared.prefix, &self.name, wire);
-            self.subjects.insert(wire, subject);
+            self.subjects.insert(wire, Subject::from(subject));
         }
         for install in std::mem::take(&mut self.install) {
             install(ctx);

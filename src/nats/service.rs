@@ -1,7 +1,7 @@
 //! Requests across processes, the server's side: [`Service`] serves requests
 //! that come over NATS by asking a local actor.
 
-use super::codec::{Codec, Json, Wire, WireError, WireReplyRef};
+use super::codec::{Codec, Json, Pack, Wire, WireError, WireReplyRef};
 use super::connection::{Counters, Nats, Shared};
 use super::names::{
     ServiceInfo, announce_subject, cancel_subject, check_service_name, check_wire_name, round_trip,
@@ -96,6 +96,8 @@ pub struct Service<C: Codec = Json> {
     early_set: HashSet<Arc<str>>,
     window: Arc<Window>,
     task: Task,
+    /// Where answers and their subjects are written.
+    pack: Pack,
 }
 
 impl<C: Codec> fmt::Debug for Service<C> {
@@ -141,6 +143,7 @@ impl<C: Codec> Nats<C> {
             early_set: HashSet::new(),
             window: Arc::new(Window::default()),
             task: Task::default(),
+            pack: Pack::default(),
         }
     }
 }
@@ -184,12 +187,19 @@ impl<C: Codec> Service<C> {
     {
         let request = match self.nats.shared.codec.decode::<R>(payload) {
             Ok(request) => request,
-            Err(e) => return answer::<R::Response, C>(&self.nats.shared, &reply, Err(&e)),
+            Err(e) => {
+                return answer::<R::Response, C>(
+                    &self.nats.shared,
+                    &mut self.pack,
+                    &reply,
+                    Err(&e),
+                );
+            }
         };
         let Some(to) = self.to.clone() else {
             let e = Error::new(ErrorCode::UnknownService)
                 .with_context(format!("nats: service {:?} has no target yet", self.name));
-            return answer::<R::Response, C>(&self.nats.shared, &reply, Err(&e));
+            return answer::<R::Response, C>(&self.nats.shared, &mut self.pack, &reply, Err(&e));
         };
         let id = ctx.request(&to, request, timeout);
         if !id.is_none() {
@@ -210,7 +220,12 @@ impl<C: Codec> Service<C> {
             Counters::add(&self.nats.shared.stats.expired, 1);
             return;
         }
-        answer::<R::Response, C>(&self.nats.shared, &served.reply, response.result());
+        answer::<R::Response, C>(
+            &self.nats.shared,
+            &mut self.pack,
+            &served.reply,
+            response.result(),
+        );
     }
 
     fn on_incoming(&mut self, incoming: &Incoming, ctx: &mut Context<'_, Self>) {
@@ -247,7 +262,7 @@ impl<C: Codec> Service<C> {
                     "nats: service {:?} does not serve {wire:?}",
                     self.name
                 ));
-                answer::<(), C>(&self.nats.shared, &reply, Err(&e));
+                answer::<(), C>(&self.nats.shared, &mut self.pack, &reply, Err(&e));
             }
         }
     }
@@ -416,6 +431,9 @@ impl<C: Codec> Service<C> {
             };
             let stats = shared.stats.clone();
             let each = |message, handoff: &mut Handoff| {
+                // The locality is likely to answer soon: the bridge
+                // thread waits for that a little before it sleeps.
+                super::spin::handed_off();
                 handoff.send(&me, Incoming(message, Instant::now()))
             };
             let serve = pump(requests, window, shared.window, me.clone(), stats, each);
@@ -425,24 +443,31 @@ impl<C: Codec> Service<C> {
     }
 }
 
-/// Publishes the answer to a request on its reply subject.
+/// Publishes the answer to a request on its reply subject (both written
+/// into `pack`).
 fn answer<T: Serialize, C: Codec>(
     shared: &Shared<C>,
+    pack: &mut Pack,
     reply: &str,
     result: std::result::Result<&T, &Error>,
 ) {
     let encoded = match result {
-        Ok(value) => shared.codec.encode(&WireReplyRef::Ok(value)),
-        Err(e) => shared
-            .codec
-            .encode(&WireReplyRef::<T>::Err(WireError::from_error(e))),
+        Ok(value) => pack.encode(&shared.codec, &WireReplyRef::Ok(value)),
+        Err(e) => pack.encode(
+            &shared.codec,
+            &WireReplyRef::<T>::Err(WireError::from_error(e)),
+        ),
     };
     let encoded = encoded.or_else(|e| {
-        shared
-            .codec
-            .encode(&WireReplyRef::<T>::Err(WireError::from_error(&e)))
+        pack.encode(
+            &shared.codec,
+            &WireReplyRef::<T>::Err(WireError::from_error(&e)),
+        )
     });
-    let sent = encoded.and_then(|payload| shared.publish(reply, None, payload));
+    let sent = encoded.and_then(|payload| {
+        let to = pack.subject(format_args!("{reply}"));
+        shared.publish_on(&to, None, payload)
+    });
     if let Err(e) = sent {
         Counters::add(&shared.stats.dead_letters, 1);
         tracing::warn!(
@@ -471,7 +496,7 @@ impl<C: Codec> Actor for Service<C> {
         let why = format!("nats: service {:?} shut down", self.name);
         let gone = Error::new(ErrorCode::Unreachable).with_context(why);
         for (_, served) in self.pending.drain() {
-            answer::<(), C>(&self.nats.shared, &served.reply, Err(&gone));
+            answer::<(), C>(&self.nats.shared, &mut self.pack, &served.reply, Err(&gone));
         }
     }
 }
