@@ -142,7 +142,11 @@ fn w1(backend: Backend) {
 fn w3(backend: Backend) {
     let (mut locality, root) = tree();
     let server = locality.spawn(&root, Server).finish().expect("server");
-    let client = Client { server, i: 0 };
+    let client = Client {
+        server,
+        i: 0,
+        target: n(N_REQRESP),
+    };
     let client = locality.spawn(&root, client).finish().expect("client");
     timed_on(
         backend,
