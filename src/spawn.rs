@@ -2,6 +2,7 @@
 
 use crate::actor::{
     Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink, Rare, default_name,
+    known_hooks,
 };
 use crate::address::Address;
 use crate::arena::Key;
@@ -123,6 +124,7 @@ fn spawn_from<A: Actor>(
         let why = format!("{at}: the address reserved for it is taken");
         return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
     }
+    let extras = !plugins.is_empty() || !register_as.is_empty();
     let boxed = ActorBox::new(actor, plugins, register_as);
     let seq = match &reserved {
         Some(_) => 0, // the reserved address has its number
@@ -149,6 +151,9 @@ fn spawn_from<A: Actor>(
             .id(&core.shared.names, TypeId::of::<A>(), default_name::<A>)
             .ok_or_else(default_name::<A>),
     };
+    // What its type's hooks are known to be, so that a known default is
+    // skipped from the first hook on without asking the type.
+    let hooks = known_hooks(core.type_names.hooks(TypeId::of::<A>()), extras);
     let Core {
         actors,
         routes,
@@ -184,7 +189,7 @@ fn spawn_from<A: Actor>(
             registry,
             rare,
             state: ActorState::New,
-            hooks: 0,
+            hooks,
         }
     });
     let address = made.expect("made by add_address");

@@ -61,22 +61,44 @@ fn call_hook_slow(core: &mut Core, me: Key, hook: Hook) {
         cell.hooks = hooks;
     }
     if hooks & u16::from(bit) == 0 {
-        run_hook(core, me, hook);
+        let known = hooks >> 8 & u16::from(bit) != 0;
+        run_hook(core, me, hook, known);
     }
 }
 
-/// Calls the hook (`call_hook`), learning what it is on its type's first call.
-fn run_hook(core: &mut Core, me: Key, hook: Hook) {
+/// Calls the hook (`call_hook`), learning what it is on its type's first
+/// call (`known`: the cell knows it is overridden, so there is nothing to
+/// learn unless it says it is the default after all).
+fn run_hook(core: &mut Core, me: Key, hook: Hook, known: bool) {
     let bit = hook.bit();
-    let Some(ty) = core.actors.get(me).map(|c| c.actor.actor_type()) else {
-        return;
+    let ty = match known {
+        true => None,
+        false => match core.actors.get(me) {
+            Some(cell) => Some(cell.actor.actor_type()),
+            None => return,
+        },
     };
     core.default_hook &= !bit;
     let ran = with_object(core, me, |object, core| object.hook(hook, core, me));
     let default = core.default_hook & bit != 0;
     core.default_hook &= !bit;
     // Overridden only if it ran to its end without saying it is the default.
-    if default || matches!(ran, Some(Ok(()))) {
-        core.type_names.learn_hook(ty, bit, default);
+    if default || matches!(ran, Some(Ok(()))) && !known {
+        let ty = ty.or_else(|| core.actors.get(me).map(|c| c.actor.actor_type()));
+        if let Some(ty) = ty {
+            core.type_names.learn_hook(ty, bit, default);
+        }
+    }
+}
+
+/// What a new cell of an actor type knows of its hooks at once: its
+/// type's record (`TypeNames::hooks`), with the hooks that plugins and
+/// names to register go with counted as overridden if it has `extras`
+/// (as `call_hook_slow` would find on the first call).
+#[inline]
+pub(crate) fn known_hooks(type_hooks: u16, extras: bool) -> u16 {
+    match extras && type_hooks & u16::from(Hook::WITH_EXTRAS) != 0 {
+        true => type_hooks & !u16::from(Hook::WITH_EXTRAS) | u16::from(Hook::WITH_EXTRAS) << 8,
+        false => type_hooks,
     }
 }

@@ -83,6 +83,16 @@ pub(crate) fn started(core: &mut Core, me: Key, slot: usize, address: &Address) 
     }
 }
 
+/// Supervisor `me` started its child `child` (an actor here), in `slot`:
+/// [`started`], with the child's address copied only for a watcher.
+pub(crate) fn started_here(core: &mut Core, me: Key, slot: usize, child: Key) {
+    if let Some(dest) = watcher(core, me)
+        && let Some(address) = core.actors.get(child).map(|c| c.address.clone())
+    {
+        report(core, dest, ChildEvent::Started { slot, address });
+    }
+}
+
 /// Supervisor `me` decided about its child in `slot` that went down.
 pub(crate) fn down(
     core: &mut Core,

@@ -333,7 +333,38 @@ pub(crate) fn on_init(core: &mut Core, me: Key) {
     });
     enter(core, me, ActorState::Initializing, timer);
     call_hook(core, me, Hook::InitStart);
-    try_init(core, me);
+    if !init_plain(core, me) {
+        try_init(core, me);
+    }
+}
+
+/// [`try_init`] for a plain leaf (no plugin state, no children, no user
+/// plugins), whose votes are all ready: the same steps, with one look at
+/// the cell. `false`: not plain, nothing was done.
+#[inline]
+fn init_plain(core: &mut Core, me: Key) -> bool {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return false;
+    };
+    if cell.state != ActorState::Initializing
+        || cell.rare.is_some()
+        || cell.supervisor.is_some()
+        || cell.actor.has_plugins()
+    {
+        return false;
+    }
+    set_cell_state(cell, ActorState::Initialized);
+    let local = cell.parent.is_some();
+    call_hook(core, me, Hook::InitFinish);
+    if !local {
+        to_self(core, me, SystemMsg::Start);
+    } else if !supervisor::local::confirm_init(core, me) {
+        let Some(child) = core.actors.get(me).map(|cell| ChildId::of(&cell.address)) else {
+            return true;
+        };
+        ParentLink::send_of(core, me, |slot| SystemMsg::InitConfirm { slot, child });
+    }
+    true
 }
 
 /// Counts the init votes; finishes init when all are ready.

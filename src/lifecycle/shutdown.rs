@@ -77,11 +77,15 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
     }
     // A plain actor (no plugin state, no children: most leaves) has
     // nothing to deregister, unsubscribe, stop or unlink.
-    let plain = core
-        .actors
-        .get(me)
-        .is_some_and(|c| c.rare.is_none() && c.supervisor.is_none());
-    if !plain {
+    // Without user plugins either, its votes are all ready: it finishes.
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
+    if cell.rare.is_none() && cell.supervisor.is_none() {
+        if cell.state == ActorState::ShuttingDown && !cell.actor.has_plugins() {
+            return finish_shutdown(core, me);
+        }
+    } else {
         crate::plugin::registry::deregister_all(core, me);
         external::unsubscribe_all(core, me);
         supervisor::shutdown_children(core, me);
