@@ -43,32 +43,40 @@ pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
     }
 }
 
-/// [`call_hook`] for a hook not known to be a default.
+/// [`call_hook`] for a hook not known to be a default: asks the type if
+/// the cell does not know the hook, and runs it unless it is a default.
+/// (Light: the call itself is [`run_hook`].)
 #[inline(never)]
 fn call_hook_slow(core: &mut Core, me: Key, hook: Hook) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let bit = hook.bit();
+    let bit = u16::from(hook.bit());
     let mut hooks = cell.hooks;
-    if (hooks | hooks >> 8) & u16::from(bit) == 0 {
+    if (hooks | hooks >> 8) & bit == 0 {
         // Not known to this cell: ask the type.
-        hooks = core.type_names.hooks(cell.actor.actor_type());
-        if hooks & u16::from(Hook::WITH_EXTRAS) != 0 && cell.actor.has_extras() {
+        let extras = hooks & NO_EXTRAS == 0;
+        hooks = core.type_names.hooks(cell.actor.actor_type()) | hooks & NO_EXTRAS;
+        let with_extras = u16::from(Hook::WITH_EXTRAS);
+        if hooks & with_extras != 0 && extras && cell.actor.has_extras() {
             // Plugins or names to register go with these hooks: they run.
-            hooks = hooks & !u16::from(Hook::WITH_EXTRAS) | u16::from(Hook::WITH_EXTRAS) << 8;
+            hooks = hooks & !with_extras | with_extras << 8;
         }
         cell.hooks = hooks;
     }
-    if hooks & u16::from(bit) == 0 {
-        let known = hooks >> 8 & u16::from(bit) != 0;
-        run_hook(core, me, hook, known);
+    if hooks & bit == 0 {
+        run_hook(core, me, hook, hooks >> 8 & bit != 0);
     }
 }
+
+/// In `ActorCell::hooks`: the actor has no user plugins and no names to
+/// register (known when it is made, and for good).
+pub(crate) const NO_EXTRAS: u16 = 0x80;
 
 /// Calls the hook (`call_hook`), learning what it is on its type's first
 /// call (`known`: the cell knows it is overridden, so there is nothing to
 /// learn unless it says it is the default after all).
+#[inline(never)]
 fn run_hook(core: &mut Core, me: Key, hook: Hook, known: bool) {
     let bit = hook.bit();
     let ty = match known {
@@ -97,8 +105,10 @@ fn run_hook(core: &mut Core, me: Key, hook: Hook, known: bool) {
 /// (as `call_hook_slow` would find on the first call).
 #[inline]
 pub(crate) fn known_hooks(type_hooks: u16, extras: bool) -> u16 {
-    match extras && type_hooks & u16::from(Hook::WITH_EXTRAS) != 0 {
-        true => type_hooks & !u16::from(Hook::WITH_EXTRAS) | u16::from(Hook::WITH_EXTRAS) << 8,
-        false => type_hooks,
+    let with_extras = u16::from(Hook::WITH_EXTRAS);
+    match extras {
+        true if type_hooks & with_extras != 0 => type_hooks & !with_extras | with_extras << 8,
+        true => type_hooks,
+        false => type_hooks | NO_EXTRAS,
     }
 }

@@ -126,7 +126,7 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
             crate::inspect::step(core, "Start", None, None, my_address);
         }
         lifecycle::on_start(core, me);
-        crate::entity::watch::started_here(core, sup_key, slot, me);
+        crate::entity::watch::started_here(core, sup_address, slot, me);
     }
     true
 }
