@@ -321,17 +321,23 @@ fn lifecycle_timer(core: &mut Core, me: Key, timer: Option<(std::time::Duration,
 }
 
 pub(crate) fn on_init(core: &mut Core, me: Key) {
-    let Some(cell) = core.actors.get(me) else {
+    let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
     if cell.state != ActorState::New {
         return;
     }
-    let timer = cell.rare.as_deref().and_then(|r| {
-        let after = r.config.init_timeout?;
-        Some((after, TimerAction::InitTimeout))
-    });
-    enter(core, me, ActorState::Initializing, timer);
+    match cell.rare.as_deref() {
+        // No timeout, no watchers: only the state changes.
+        None => set_cell_state(cell, ActorState::Initializing),
+        Some(rare) => {
+            let timer = rare
+                .config
+                .init_timeout
+                .map(|after| (after, TimerAction::InitTimeout));
+            enter(core, me, ActorState::Initializing, timer);
+        }
+    }
     call_hook(core, me, Hook::InitStart);
     if !init_plain(core, me) {
         try_init(core, me);
