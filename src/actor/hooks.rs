@@ -1,9 +1,10 @@
 //! Calling an actor's lifecycle hooks, and skipping those its type leaves
 //! to the trait's default (found on their first call).
 
-use super::{Hook, with_object};
+use super::{ActorCell, Hook, with_object};
 use crate::arena::Key;
 use crate::locality::Core;
+use crate::names::TypeNames;
 
 impl Hook {
     /// The hook's bit in `Core::default_hook` and in the per-type record of
@@ -34,39 +35,35 @@ impl Hook {
 /// of the type.
 #[inline]
 pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
-    if core
-        .actors
-        .get(me)
-        .is_some_and(|cell| cell.hooks & u16::from(hook.bit()) == 0)
-    {
-        call_hook_slow(core, me, hook);
-    }
-}
-
-/// [`call_hook`] for a hook not known to be a default: asks the type if
-/// the cell does not know the hook, and runs it unless it is a default.
-/// (Light: the call itself is [`run_hook`].)
-#[inline(never)]
-fn call_hook_slow(core: &mut Core, me: Key, hook: Hook) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
     let bit = u16::from(hook.bit());
     let mut hooks = cell.hooks;
-    if (hooks | hooks >> 8) & bit == 0 {
-        // Not known to this cell: ask the type.
-        let extras = hooks & NO_EXTRAS == 0;
-        hooks = core.type_names.hooks(cell.actor.actor_type()) | hooks & NO_EXTRAS;
-        let with_extras = u16::from(Hook::WITH_EXTRAS);
-        if hooks & with_extras != 0 && extras && cell.actor.has_extras() {
-            // Plugins or names to register go with these hooks: they run.
-            hooks = hooks & !with_extras | with_extras << 8;
-        }
-        cell.hooks = hooks;
+    if hooks & bit != 0 {
+        return; // a known default
+    }
+    if hooks >> 8 & bit == 0 {
+        hooks = ask_type(cell, &mut core.type_names);
     }
     if hooks & bit == 0 {
         run_hook(core, me, hook, hooks >> 8 & bit != 0);
     }
+}
+
+/// A hook not known to the cell `cell`: it takes what its type's hooks
+/// are now known to be (and keeps that); the cell's new record.
+#[inline(never)]
+fn ask_type(cell: &mut ActorCell, names: &mut TypeNames) -> u16 {
+    let extras = cell.hooks & NO_EXTRAS == 0;
+    let mut hooks = names.hooks(cell.actor.actor_type()) | cell.hooks & NO_EXTRAS;
+    let with_extras = u16::from(Hook::WITH_EXTRAS);
+    if hooks & with_extras != 0 && extras && cell.actor.has_extras() {
+        // Plugins or names to register go with these hooks: they run.
+        hooks = hooks & !with_extras | with_extras << 8;
+    }
+    cell.hooks = hooks;
+    hooks
 }
 
 /// In `ActorCell::hooks`: the actor has no user plugins and no names to
