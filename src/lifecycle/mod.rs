@@ -9,7 +9,7 @@
 //! protocol works between localities; between a leaf and its supervisor on
 //! one locality, four of them are direct calls (`supervisor::local`).
 
-use crate::actor::{ActorCell, ActorState, Hook, ParentLink, call_hook};
+use crate::actor::{ActorCell, ActorState, Hook, NO_EXTRAS, ParentLink, call_hook};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -355,7 +355,7 @@ fn init_plain(core: &mut Core, me: Key) -> bool {
     if cell.state != ActorState::Initializing
         || cell.rare.is_some()
         || cell.supervisor.is_some()
-        || cell.actor.has_plugins()
+        || cell.hooks & NO_EXTRAS == 0 && cell.actor.has_plugins()
     {
         return false;
     }
