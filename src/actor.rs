@@ -532,22 +532,10 @@ pub(crate) fn with_object<R>(
     f: impl FnOnce(&dyn ActorObject, &mut Core) -> R,
 ) -> Option<Result<R, Error>> {
     let object = core.actors.get(me)?.actor.clone();
-    with_given(core, me, &object, f)
-}
-
-/// [`with_object`] with the actor at `me` already in hand (`object`, its
-/// cell's `actor`, cloned: the cell may go while `f` runs).
-#[inline]
-pub(crate) fn with_given<R>(
-    core: &mut Core,
-    me: Key,
-    object: &Rc<dyn ActorObject>,
-    f: impl FnOnce(&dyn ActorObject, &mut Core) -> R,
-) -> Option<Result<R, Error>> {
     if object.busy() {
         return None;
     }
-    let result = catch_unwind(AssertUnwindSafe(|| f(&**object, core)));
+    let result = catch_unwind(AssertUnwindSafe(|| f(&*object, core)));
     Some(result.map_err(|payload| {
         let error = panicked(core, me, payload.as_ref());
         lifecycle::fail(core, me, error.clone());

@@ -1,11 +1,10 @@
 //! Calling an actor's lifecycle hooks, and skipping those its type leaves
 //! to the trait's default (found on their first call).
 
-use super::{ActorCell, ActorObject, Hook, with_given};
+use super::{ActorCell, Hook, with_object};
 use crate::arena::Key;
 use crate::locality::Core;
 use crate::names::TypeNames;
-use std::rc::Rc;
 
 impl Hook {
     /// The hook's bit in `Core::default_hook` and in the per-type record of
@@ -48,8 +47,7 @@ pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
         hooks = ask_type(cell, &mut core.type_names);
     }
     if hooks & bit == 0 {
-        let object = cell.actor.clone();
-        run_hook(core, me, object, hook, hooks >> 8 & bit != 0);
+        run_hook(core, me, hook, hooks >> 8 & bit != 0);
     }
 }
 
@@ -76,16 +74,25 @@ pub(crate) const NO_EXTRAS: u16 = 0x80;
 /// call (`known`: the cell knows it is overridden, so there is nothing to
 /// learn unless it says it is the default after all).
 #[inline(never)]
-fn run_hook(core: &mut Core, me: Key, object: Rc<dyn ActorObject>, hook: Hook, known: bool) {
+fn run_hook(core: &mut Core, me: Key, hook: Hook, known: bool) {
     let bit = hook.bit();
-    let ty = object.actor_type();
+    let ty = match known {
+        true => None,
+        false => match core.actors.get(me) {
+            Some(cell) => Some(cell.actor.actor_type()),
+            None => return,
+        },
+    };
     core.default_hook &= !bit;
-    let ran = with_given(core, me, &object, |object, core| object.hook(hook, core, me));
+    let ran = with_object(core, me, |object, core| object.hook(hook, core, me));
     let default = core.default_hook & bit != 0;
     core.default_hook &= !bit;
     // Overridden only if it ran to its end without saying it is the default.
     if default || matches!(ran, Some(Ok(()))) && !known {
-        core.type_names.learn_hook(ty, bit, default);
+        let ty = ty.or_else(|| core.actors.get(me).map(|c| c.actor.actor_type()));
+        if let Some(ty) = ty {
+            core.type_names.learn_hook(ty, bit, default);
+        }
     }
 }
 
