@@ -207,15 +207,6 @@ pub(crate) struct Extras<A: Actor> {
 }
 
 impl<A: Actor> ActorBox<A> {
-    /// A box without user plugins or names to register.
-    #[inline]
-    pub(crate) fn plain(actor: A) -> Self {
-        ActorBox {
-            actor,
-            extras: None,
-        }
-    }
-
     pub(crate) fn new(
         actor: A,
         plugins: Vec<Box<dyn Plugin<A>>>,

@@ -255,7 +255,10 @@ pub(crate) fn spawn_plain<A: Actor>(
         .id(&core.shared.names, TypeId::of::<A>(), default_name::<A>)
         .ok_or_else(default_name::<A>);
     let hooks = known_hooks(core.type_names.hooks(TypeId::of::<A>()), false);
-    let boxed = ActorBox::plain(actor);
+    let boxed = ActorBox {
+        actor,
+        extras: None,
+    };
     let (_, address) = insert_cell(core, None, name, seq, |address| ActorCell {
         actor: Rc::new(RefCell::new(boxed)),
         address,
