@@ -23,7 +23,7 @@ use std::time::Duration;
 mod hooks;
 mod parent;
 
-pub(crate) use hooks::call_hook;
+pub(crate) use hooks::{NO_EXTRAS, call_hook, known_hooks};
 pub(crate) use parent::{CellParent, Parent, ParentLink};
 
 /// User code that runs inside a supervisor, one message at a time.
@@ -426,7 +426,7 @@ pub(crate) struct ActorCell {
     pub(crate) state: ActorState,
     /// The lifecycle hooks known to be the trait's defaults (low byte:
     /// not called) and known to run (high byte), `Hook::bit`s; filled from
-    /// the type's record (`TypeNames::hooks`) by `call_hook`.
+    /// the type's record (`TypeNames::hooks`) at the spawn and by `call_hook`.
     pub(crate) hooks: u16,
 }
 

@@ -140,6 +140,17 @@ impl TypeNames {
         {
             return Some(id);
         }
+        self.id_slow(names, ty, make)
+    }
+
+    /// [`id`](Self::id) for a type other than the last one asked about.
+    #[inline(never)]
+    fn id_slow(
+        &mut self,
+        names: &Names,
+        ty: TypeId,
+        make: impl FnOnce() -> Cow<'static, str>,
+    ) -> Option<NameId> {
         let id = match self.ids.get(&ty) {
             Some(&id) => id,
             None => {
@@ -154,12 +165,19 @@ impl TypeNames {
 
     /// The hooks of actor type `ty` known to be the trait's defaults (low
     /// byte) and known to be overridden (high byte).
+    #[inline]
     pub(crate) fn hooks(&mut self, ty: TypeId) -> u16 {
         if let Some((last, bits)) = self.last_hooks
             && last == ty
         {
             return bits;
         }
+        self.hooks_slow(ty)
+    }
+
+    /// [`hooks`](Self::hooks) for a type other than the last one asked about.
+    #[inline(never)]
+    fn hooks_slow(&mut self, ty: TypeId) -> u16 {
         let bits = self.hooks.get(&ty).copied().unwrap_or(0);
         self.last_hooks = Some((ty, bits));
         bits

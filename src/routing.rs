@@ -313,6 +313,17 @@ impl<T, H> Routes<T, H> {
         Some((slot.data, removed))
     }
 
+    /// [`remove_address`](Self::remove_address) for an address (not a far
+    /// one) without subscriptions, the usual end of a plain actor: its
+    /// data. `None`: nothing was removed (gone, far, or subscribed to).
+    pub(crate) fn remove_unsubscribed(&mut self, key: Key) -> Option<T> {
+        let slot = self.slots.get(key)?;
+        if slot.first.type_id != TypeId::of::<NoType>() || !slot.more.is_empty() {
+            return None;
+        }
+        self.slots.remove(key).map(|slot| slot.data)
+    }
+
     /// Subscribes `owner`'s `handler` to messages of `type_id` on `address`;
     /// `None` if the address is gone.
     pub(crate) fn subscribe(

@@ -2,6 +2,7 @@
 
 use crate::actor::{
     Actor, ActorBox, ActorCell, ActorConfig, ActorState, ParentLink, Rare, default_name,
+    known_hooks,
 };
 use crate::address::Address;
 use crate::arena::Key;
@@ -123,6 +124,7 @@ fn spawn_from<A: Actor>(
         let why = format!("{at}: the address reserved for it is taken");
         return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
     }
+    let extras = !plugins.is_empty() || !register_as.is_empty();
     let boxed = ActorBox::new(actor, plugins, register_as);
     let seq = match &reserved {
         Some(_) => 0, // the reserved address has its number
@@ -149,6 +151,57 @@ fn spawn_from<A: Actor>(
             .id(&core.shared.names, TypeId::of::<A>(), default_name::<A>)
             .ok_or_else(default_name::<A>),
     };
+    // What its type's hooks are known to be, so that a known default is
+    // skipped from the first hook on without asking the type.
+    let hooks = known_hooks(core.type_names.hooks(TypeId::of::<A>()), extras);
+    let (me, address) = insert_cell(core, reserved, name, seq, |address| ActorCell {
+        actor: Rc::new(RefCell::new(boxed)),
+        address,
+        parent,
+        supervisor,
+        reason: None,
+        registry,
+        rare,
+        state: ActorState::New,
+        hooks,
+    });
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        log_spawned(&address);
+    }
+    start_lifecycle(core, &address);
+    if let Some(flag) = flag {
+        crate::supervisor::flag::arm(core, me, flag);
+    }
+    if with_registry {
+        let registry = Builder::new(core, Some(me), Registry::default())
+            .name("registry")
+            .finish()?;
+        let registry = Rc::new(registry);
+        if let Some(cell) = core.actors.get_mut(me) {
+            // The new registry serves the descendants; the supervisor itself
+            // uses it too, unless it was given one of its own.
+            if !explicit_registry {
+                cell.registry = Some(registry.clone());
+            }
+            if let Some(sup) = cell.supervisor.as_deref_mut() {
+                sup.registry = Some(registry);
+            }
+        }
+    }
+    Ok(address)
+}
+
+/// Adds a cell (made by `cell` with its address) and its main address (at
+/// `reserved`, or a new one with `name` and number `seq`); its key and
+/// address.
+#[inline]
+fn insert_cell(
+    core: &mut Core,
+    reserved: Option<Address>,
+    name: std::result::Result<crate::names::NameId, Cow<'static, str>>,
+    seq: u64,
+    cell: impl FnOnce(Address) -> ActorCell,
+) -> (Key, Address) {
     let Core {
         actors,
         routes,
@@ -175,43 +228,53 @@ fn spawn_from<A: Actor>(
                 });
             }
         }
-        ActorCell {
-            actor: Rc::new(RefCell::new(boxed)),
-            address: made.clone().expect("made by add_address"),
-            parent,
-            supervisor,
-            reason: None,
-            registry,
-            rare,
-            state: ActorState::New,
-            hooks: 0,
-        }
+        cell(made.clone().expect("made by add_address"))
     });
-    let address = made.expect("made by add_address");
+    (me, made.expect("made by add_address"))
+}
+
+/// [`spawn_once`] for a plain child (`Builder::is_plain`: nothing set but
+/// the actor) of a local supervisor: no settings to take apart, no
+/// plugins; `registry` is the one it inherits, as its supervisor keeps it.
+pub(crate) fn spawn_plain<A: Actor>(
+    core: &mut Core,
+    parent: ParentLink,
+    registry: Option<Rc<Address>>,
+    actor: A,
+) -> Address {
+    let seq = core.next_seq();
+    let (parent, far_parent) = ActorCell::split_parent(Some(parent));
+    let rare = far_parent.map(|far_parent| {
+        Box::new(Rare {
+            far_parent: Some(far_parent),
+            ..Rare::default()
+        })
+    });
+    let name = core
+        .type_names
+        .id(&core.shared.names, TypeId::of::<A>(), default_name::<A>)
+        .ok_or_else(default_name::<A>);
+    let hooks = known_hooks(core.type_names.hooks(TypeId::of::<A>()), false);
+    let boxed = ActorBox {
+        actor,
+        extras: None,
+    };
+    let (_, address) = insert_cell(core, None, name, seq, |address| ActorCell {
+        actor: Rc::new(RefCell::new(boxed)),
+        address,
+        parent,
+        supervisor: None,
+        reason: None,
+        registry,
+        rare,
+        state: ActorState::New,
+        hooks,
+    });
     if tracing::level_enabled!(tracing::Level::DEBUG) {
         log_spawned(&address);
     }
     start_lifecycle(core, &address);
-    if let Some(flag) = flag {
-        crate::supervisor::flag::arm(core, me, flag);
-    }
-    if with_registry {
-        let registry = Builder::new(core, Some(me), Registry::default())
-            .name("registry")
-            .finish()?;
-        let registry = Rc::new(registry);
-        if let Some(cell) = core.actors.get_mut(me) {
-            // The new registry serves the descendants; the supervisor itself
-            // uses it too, unless it was given one of its own.
-            if !explicit_registry {
-                cell.registry = Some(registry.clone());
-            }
-            if let Some(sup) = cell.supervisor.as_deref_mut() {
-                sup.registry = Some(registry);
-            }
-        }
-    }
-    Ok(address)
+    address
 }
 
 /// The debug line of a spawn (out of line: it is seldom enabled).

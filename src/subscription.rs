@@ -83,6 +83,9 @@ fn forget(core: &mut Core, removed: Removed) {
 
 /// Removes an address and every subscription on it, whoever made them.
 pub(crate) fn remove_address(core: &mut Core, address: Key) {
+    if let Some(info) = core.routes.remove_unsubscribed(address) {
+        return forget_address(core, address, &info);
+    }
     let Some((info, removed)) = core.routes.remove_address(address) else {
         return;
     };
@@ -90,14 +93,20 @@ pub(crate) fn remove_address(core: &mut Core, address: Key) {
         // Reserved by `spawn_on` on another thread: its key may be reused.
         core.shared.release_key(address);
     }
-    // Remembered for inspection lines and dead letters about it later.
-    if core.inspect.level > 0 || core.dead_letters.is_some() {
-        core.inspect.forget(address, info.address.to_string());
-    }
+    forget_address(core, address, &info);
     for r in removed {
         if r.owner != info.owner {
             forget(core, r);
         }
+    }
+}
+
+/// Remembers a removed address for inspection lines and dead letters
+/// about it later, if either is on.
+#[inline]
+fn forget_address(core: &mut Core, address: Key, info: &AddressInfo) {
+    if core.inspect.level > 0 || core.dead_letters.is_some() {
+        core.inspect.forget(address, info.address.to_string());
     }
 }
 

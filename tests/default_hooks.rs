@@ -131,3 +131,40 @@ fn every_instance_of_a_type_with_some_default_hooks_starts_in_order() {
     run(&mut locality);
     assert!(locality.is_finished());
 }
+
+/// Overrides `on_start` and `shutdown_finish`; logs both.
+struct Late(Log, usize);
+impl Actor for Late {
+    fn on_start(&mut self, _: &mut Context<'_, Self>) {
+        self.0.borrow_mut().push(format!("start {}", self.1));
+    }
+    fn shutdown_finish(&mut self, _: &mut Context<'_, Self>) {
+        self.0.borrow_mut().push(format!("finish {}", self.1));
+    }
+}
+
+#[test]
+fn an_instance_made_after_its_types_hooks_are_known_runs_its_overridden_ones() {
+    // The first instance's life teaches the locality which hooks `Late`
+    // overrides; a later instance knows that from its spawn, and still
+    // runs both overridden hooks (skipping only the defaults).
+    let mut locality = Locality::new();
+    let root = root(&mut locality, SupervisorConfig::default());
+    let log = Log::default();
+    for i in 0..2 {
+        let child = locality
+            .spawn(&root, Late(log.clone(), i))
+            .finish()
+            .expect("child");
+        run(&mut locality);
+        locality.shutdown(&child).expect("shutdown");
+        run(&mut locality);
+    }
+    assert_eq!(
+        *log.borrow(),
+        ["start 0", "finish 0", "start 1", "finish 1"]
+    );
+    locality.shutdown(&root).expect("shutdown");
+    run(&mut locality);
+    assert!(locality.is_finished());
+}

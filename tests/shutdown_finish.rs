@@ -79,7 +79,9 @@ impl Actor for Server {
 /// the server heard.
 struct Finished {
     l: Locality,
-    /// Outlives the locality registered on it.
+    /// Outlives the locality registered on it: bound first where
+    /// destructured (`..` would close it at once, and a poll another test
+    /// makes meanwhile could get its descriptor while `l` still claims it).
     _poll: mio::Poll,
     seen: Vec<String>,
     heard: Vec<String>,
@@ -164,7 +166,7 @@ fn subscribe_in_shutdown_finish_subscribes_nothing_and_says_so() {
             let on = ctx.subscribe_on(&own, |_: &mut Finisher, _: &Ping, _| {});
             me.saw(format!("subscribe_on {:?}", on.map_err(|e| e.code())));
         });
-        let Finished { l, seen, .. } = finish(finisher, None);
+        let Finished { _poll, l, seen, .. } = finish(finisher, None);
         assert_eq!(
             seen,
             [
@@ -193,7 +195,7 @@ fn a_timer_started_in_shutdown_finish_is_none_and_never_fires() {
             ));
             me.saw(format!("cancel {}", ctx.cancel_timer(id)));
         });
-        let Finished { l, seen, .. } = finish(finisher, None);
+        let Finished { _poll, l, seen, .. } = finish(finisher, None);
         assert_eq!(seen, ["timer none=true true", "cancel false"]);
         assert!(!*fired.borrow());
         only_the_others_are_left(&l);
@@ -207,7 +209,7 @@ fn create_address_in_shutdown_finish_is_refused() {
             let made = ctx.create_address("late");
             me.saw(format!("create_address {:?}", made.map_err(|e| e.code())));
         });
-        let Finished { l, seen, .. } = finish(finisher, None);
+        let Finished { _poll, l, seen, .. } = finish(finisher, None);
         assert_eq!(seen, ["create_address Err(ActorFinished)"]);
         only_the_others_are_left(&l);
     });
@@ -225,7 +227,13 @@ fn no_request_leaves_an_actor_in_its_shutdown_finish() {
             let via = ctx.request_via(&own, &to, Ping, Duration::from_secs(1));
             me.saw(format!("request_via {:?}", via.map_err(|e| e.code())));
         });
-        let Finished { l, seen, heard, .. } = finish(finisher, None);
+        let Finished {
+            _poll,
+            l,
+            seen,
+            heard,
+            ..
+        } = finish(finisher, None);
         assert_eq!(
             seen,
             [
@@ -251,7 +259,7 @@ fn subscribe_external_in_shutdown_finish_is_refused() {
                 made.map_err(|e| e.code())
             ));
         });
-        let Finished { l, seen, .. } = finish(finisher, None);
+        let Finished { _poll, l, seen, .. } = finish(finisher, None);
         assert_eq!(seen, ["subscribe_external Err(ActorFinished)"]);
         only_the_others_are_left(&l);
     });
@@ -271,7 +279,7 @@ fn register_io_in_shutdown_finish_is_refused() {
                 guard.map(drop).map_err(|e| e.code())
             ));
         });
-        let Finished { l, seen, .. } = finish(finisher, None);
+        let Finished { _poll, l, seen, .. } = finish(finisher, None);
         assert_eq!(seen, ["register_io Err(ActorFinished)"]);
         assert_eq!(l.stats().io, 0);
     });
@@ -298,7 +306,7 @@ fn link_discover_acquire_and_spawn_in_shutdown_finish_start_nothing() {
             me.saw(format!("spawn {:?}", spawned.map_err(|e| e.code())));
         });
         let lines = Rc::new(RefCell::new(Vec::new()));
-        let Finished { l, seen, .. } = finish(finisher, Some(lines.clone()));
+        let Finished { _poll, l, seen, .. } = finish(finisher, Some(lines.clone()));
         let lines = lines.borrow();
         for what in ["Discover", "LinkRequest"] {
             assert!(

@@ -1,12 +1,12 @@
 //! A child's place under its supervisor: the checks, the slot and the
 //! record, and the plain child's short way through [`Builder::finish`](super::Builder::finish).
 
-use crate::actor::{Actor, ActorConfig, ActorState, ParentLink};
+use crate::actor::{Actor, ActorCell, ActorState, ParentLink};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
-use crate::spawn::{Settings, Spec, spawn_once};
+use crate::spawn::spawn_plain;
 use crate::supervisor::restart::{Respawn, Supervision, SupervisionConfig};
 use crate::supervisor::{ChildRecord, ChildState};
 
@@ -14,28 +14,24 @@ use crate::supervisor::{ChildRecord, ChildState};
 /// supervisor at `parent`: the same steps, without the settings to check
 /// and carry.
 pub(super) fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> Result<Address> {
-    let inherited = check_parent(core, parent)?;
-    let (sup_address, slot) = local_slot(core, parent);
+    // One look at the supervisor: its checks, its registry and the slot.
+    let (registry, sup_address, slot) = {
+        let cell = parent_cell(core, parent)?;
+        let sup = cell.supervisor.as_deref().expect("checked by parent_cell");
+        let registry = sup.registry.as_ref().or(cell.registry.as_ref()).cloned();
+        (registry, cell.address.key(), sup.children.vacant_key())
+    };
     let link = match u32::try_from(slot) {
         Ok(slot) if slot < u32::MAX => ParentLink::Local {
-            key: sup_address.key(),
+            key: sup_address,
             slot,
         },
-        _ => ParentLink::new(core, sup_address, slot),
+        _ => {
+            let sup_address = core.actors.get(parent).expect("checked").address.clone();
+            ParentLink::new(core, &sup_address, slot)
+        }
     };
-    let settings = Settings {
-        name: None,
-        config: ActorConfig::default(),
-        supervisor: None,
-        registry: inherited,
-        explicit_registry: false,
-        register_as: Vec::new(),
-    };
-    let spec = Spec {
-        settings,
-        plugins: Vec::new(),
-    };
-    let address = spawn_once(core, Some(link), spec, actor)?;
+    let address = spawn_plain(core, link, registry, actor);
     add_child(core, parent, slot, Some(address.clone()), None);
     Ok(address)
 }
@@ -95,6 +91,13 @@ pub(super) fn supervised(
 /// registry the child inherits: the one the supervisor keeps for its
 /// descendants, else its own.
 pub(super) fn check_parent(core: &Core, key: Key) -> Result<Option<Address>> {
+    let cell = parent_cell(core, key)?;
+    let kept = cell.supervisor.as_ref().and_then(|s| s.registry.as_ref());
+    Ok(kept.or(cell.registry.as_ref()).map(|r| Address::clone(r)))
+}
+
+/// The cell of the supervisor at `key`, if it may take a child now.
+fn parent_cell(core: &Core, key: Key) -> Result<&ActorCell> {
     let Some(cell) = core.actors.get(key) else {
         return Err(
             Error::new(ErrorCode::SupervisorShuttingDown).with_context("supervisor is gone")
@@ -108,6 +111,5 @@ pub(super) fn check_parent(core: &Core, key: Key) -> Result<Option<Address>> {
             Error::new(ErrorCode::SupervisorShuttingDown).with_context(cell.address.to_string())
         );
     }
-    let kept = cell.supervisor.as_ref().and_then(|s| s.registry.as_ref());
-    Ok(kept.or(cell.registry.as_ref()).map(|r| Address::clone(r)))
+    Ok(cell)
 }

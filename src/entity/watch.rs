@@ -83,6 +83,17 @@ pub(crate) fn started(core: &mut Core, me: Key, slot: usize, address: &Address) 
     }
 }
 
+/// The supervisor at main address `sup` started its child `child` (an
+/// actor here), in `slot`: [`started`], with the child's address copied
+/// only for a watcher.
+pub(crate) fn started_here(core: &mut Core, sup: Key, slot: usize, child: Key) {
+    if let Found::One(_) | Found::Many = core.routes.find(sup, TypeId::of::<ChildEvent>())
+        && let Some(address) = core.actors.get(child).map(|c| c.address.clone())
+    {
+        report(core, sup, ChildEvent::Started { slot, address });
+    }
+}
+
 /// Supervisor `me` decided about its child in `slot` that went down.
 pub(crate) fn down(
     core: &mut Core,

@@ -9,7 +9,7 @@
 //! protocol works between localities; between a leaf and its supervisor on
 //! one locality, four of them are direct calls (`supervisor::local`).
 
-use crate::actor::{ActorCell, ActorState, Hook, ParentLink, call_hook};
+use crate::actor::{ActorCell, ActorState, Hook, NO_EXTRAS, ParentLink, call_hook};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -321,19 +321,56 @@ fn lifecycle_timer(core: &mut Core, me: Key, timer: Option<(std::time::Duration,
 }
 
 pub(crate) fn on_init(core: &mut Core, me: Key) {
-    let Some(cell) = core.actors.get(me) else {
+    let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
     if cell.state != ActorState::New {
         return;
     }
-    let timer = cell.rare.as_deref().and_then(|r| {
-        let after = r.config.init_timeout?;
-        Some((after, TimerAction::InitTimeout))
-    });
-    enter(core, me, ActorState::Initializing, timer);
+    match cell.rare.as_deref() {
+        // No timeout, no watchers: only the state changes.
+        None => set_cell_state(cell, ActorState::Initializing),
+        Some(rare) => {
+            let timer = rare
+                .config
+                .init_timeout
+                .map(|after| (after, TimerAction::InitTimeout));
+            enter(core, me, ActorState::Initializing, timer);
+        }
+    }
     call_hook(core, me, Hook::InitStart);
-    try_init(core, me);
+    if !init_plain(core, me) {
+        try_init(core, me);
+    }
+}
+
+/// [`try_init`] for a plain leaf (no plugin state, no children, no user
+/// plugins), whose votes are all ready: the same steps, with one look at
+/// the cell. `false`: not plain, nothing was done.
+#[inline]
+fn init_plain(core: &mut Core, me: Key) -> bool {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return false;
+    };
+    if cell.state != ActorState::Initializing
+        || cell.rare.is_some()
+        || cell.supervisor.is_some()
+        || cell.hooks & NO_EXTRAS == 0 && cell.actor.has_plugins()
+    {
+        return false;
+    }
+    set_cell_state(cell, ActorState::Initialized);
+    let local = cell.parent.is_some();
+    call_hook(core, me, Hook::InitFinish);
+    if !local {
+        to_self(core, me, SystemMsg::Start);
+    } else if !supervisor::local::confirm_init(core, me) {
+        let Some(child) = core.actors.get(me).map(|cell| ChildId::of(&cell.address)) else {
+            return true;
+        };
+        ParentLink::send_of(core, me, |slot| SystemMsg::InitConfirm { slot, child });
+    }
+    true
 }
 
 /// Counts the init votes; finishes init when all are ready.

@@ -59,15 +59,21 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         return;
     }
     cell.reason = Some(reason);
-    let timer = cell.rare.as_deref().and_then(|r| {
-        let after = r.config.shutdown_timeout?;
-        Some((after, TimerAction::ShutdownTimeout))
+    let timer = cell.rare.as_deref().map(|r| {
+        let after = r.config.shutdown_timeout;
+        after.map(|after| (after, TimerAction::ShutdownTimeout))
     });
+    if timer.is_none() {
+        // No timeout, no watchers: only the state changes.
+        set_cell_state(cell, ActorState::ShuttingDown);
+    }
     if before == ActorState::Operational {
         // Its supervisor here may count it (an entity set's version).
         crate::entity::watch::leaving(core, me);
     }
-    if enter(core, me, ActorState::ShuttingDown, timer) {
+    if let Some(timer) = timer
+        && enter(core, me, ActorState::ShuttingDown, timer)
+    {
         let reason = core.actors.get(me).and_then(|c| c.reason.clone());
         let event = LifecycleEvent::ShuttingDown(reason.unwrap_or_else(Error::normal));
         watch::notify(core, me, event);
@@ -77,11 +83,15 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
     }
     // A plain actor (no plugin state, no children: most leaves) has
     // nothing to deregister, unsubscribe, stop or unlink.
-    let plain = core
-        .actors
-        .get(me)
-        .is_some_and(|c| c.rare.is_none() && c.supervisor.is_none());
-    if !plain {
+    // Without user plugins either, its votes are all ready: it finishes.
+    let Some(cell) = core.actors.get(me) else {
+        return;
+    };
+    if cell.rare.is_none() && cell.supervisor.is_none() {
+        if cell.state == ActorState::ShuttingDown && !cell.actor.has_plugins() {
+            return finish_shutdown(core, me);
+        }
+    } else {
         crate::plugin::registry::deregister_all(core, me);
         external::unsubscribe_all(core, me);
         supervisor::shutdown_children(core, me);

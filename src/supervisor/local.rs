@@ -126,9 +126,7 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
             crate::inspect::step(core, "Start", None, None, my_address);
         }
         lifecycle::on_start(core, me);
-        if let Some(address) = core.actors.get(me).map(|c| c.address.clone()) {
-            crate::entity::watch::started(core, sup_key, slot, &address);
-        }
+        crate::entity::watch::started_here(core, sup_address, slot, me);
     }
     true
 }

@@ -2,7 +2,7 @@
 //! from its factory, after a delay, within a limit), give up, escalate the
 //! failure, or shut itself down with it.
 
-use crate::actor::{ActorState, Notice};
+use crate::actor::{ActorState, NO_EXTRAS, Notice};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
@@ -243,7 +243,8 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
         }
         // With children left, the votes would say `Pending` (the child
         // manager's), unless a user plugin is to be asked again first.
-        if sup.children.is_empty() || cell.actor.has_plugins() {
+        let plugins = cell.hooks & NO_EXTRAS == 0 && cell.actor.has_plugins();
+        if sup.children.is_empty() || plugins {
             lifecycle::try_shutdown(core, me);
         }
         return;
