@@ -476,3 +476,33 @@ fn a_restart_limit_over_no_time_is_refused() {
         .unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidArgument);
 }
+
+/// A poll closed while its locality lives left its descriptor's number
+/// claimed: a new poll that got the number was refused with
+/// `AlreadyRegisteredOnPoll` (about one parallel test run in ten failed so).
+#[test]
+fn a_new_poll_that_gets_a_closed_polls_descriptor_takes_a_locality() {
+    use std::os::fd::AsRawFd;
+    let mut first = Locality::named("first");
+    let poll = mio::Poll::new().unwrap();
+    first.register(poll.registry(), mio::Token(0)).unwrap();
+    let number = poll.as_raw_fd();
+    drop(poll);
+    // The lowest free descriptor: the closed poll's number, unless a test
+    // beside this one took it meanwhile (then try a few more).
+    let mut polls = Vec::new();
+    for _ in 0..8 {
+        let again = mio::Poll::new().unwrap();
+        let reused = again.as_raw_fd() == number;
+        polls.push(again);
+        if reused {
+            break;
+        }
+    }
+    let again = polls.last().unwrap();
+    let mut second = Locality::named("second");
+    second
+        .register(again.registry(), mio::Token(0))
+        .expect("another poll, whatever its number");
+    drop((first, second));
+}

@@ -182,6 +182,11 @@ impl Locality {
     /// [waker](Locality::set_waker), or in a backend), or if this poll
     /// already carries another locality (mio allows one waker per poll);
     /// [`ErrorCode::Io`] from mio.
+    ///
+    /// Keep the poll at least as long as the locality: a poll is known by
+    /// its descriptor, so one closed first stays claimed until the locality
+    /// is dropped, and a new poll that gets the same descriptor meanwhile is
+    /// refused with `AlreadyRegisteredOnPoll`.
     pub fn register(&mut self, registry: &mio::Registry, token: mio::Token) -> Result<()> {
         if token.0 >= RESERVED_TOKENS {
             return Err(Error::new(ErrorCode::TokenClash)
