@@ -91,40 +91,46 @@ pub(crate) enum Server {
     Elsewhere(Address),
 }
 
+impl Server {
+    /// Where `to` is (`here`: an address of the requester's locality).
+    #[inline(always)]
+    pub(super) fn of(to: &Address, here: bool) -> Server {
+        if here {
+            Server::Here(to.key())
+        } else {
+            Server::Elsewhere(to.clone())
+        }
+    }
+}
+
 /// Sends a request from actor `me`, replies going to `reply_to` (one of
-/// `me`'s addresses, a key of this locality).
+/// `me`'s addresses, a key of this locality; `None`: its main address).
 pub(crate) fn send<R: Request>(
     core: &mut Core,
     me: Key,
-    reply_to: Key,
+    reply_to: Option<Key>,
     to: &Address,
     payload: R,
     timeout: Duration,
 ) -> RequestId {
     let due = core.due(timeout);
+    let locality = core.id();
     let here = to.is_of(&core.shared);
-    let server = if here {
-        Server::Here(to.key())
-    } else {
-        Server::Elsewhere(to.clone())
-    };
-    let routes = &core.routes;
-    let reply_address = || routes.address(reply_to).map(|a| a.address.clone());
-    let Some(payload) = core.payloads.take(payload, reply_to, reply_address, server) else {
-        return RequestId::NONE; // not reachable: the caller checked the address
-    };
     let Some(cell) = core.actors.get_mut(me) else {
         // Not reachable from a handler (its actor is live); refuse quietly.
         return RequestId::NONE;
+    };
+    let reply_to = reply_to.unwrap_or_else(|| cell.address.key());
+    let routes = &core.routes;
+    let reply_address = || routes.address(reply_to).map(|a| a.address.clone());
+    let Some(payload) = core.payloads.take(payload, reply_to, reply_address, to, here) else {
+        return RequestId::NONE; // not reachable: the caller checked the address
     };
     // Here the payload is lent to the request; elsewhere it is shared.
     let pending = PendingRequest((!here).then(|| payload.clone() as Arc<dyn Pending>));
     let head = &mut cell.rare().requests_head;
     let key = core.requests.start(due, me, head, pending);
-    let id = RequestId {
-        locality: core.id(),
-        key,
-    };
+    let id = RequestId { locality, key };
     if here {
         core.enqueue(RequestEnvelope {
             dest: to.key(),
@@ -187,7 +193,6 @@ fn reply_here<R: Request>(
         id,
         payload,
         result,
-        settled: false,
     });
 }
 
@@ -214,7 +219,6 @@ fn reply_slow<R: Request>(
         id: request.id,
         payload: Some(request.payload.clone()),
         result,
-        settled: false,
     };
     if !core.post_reply(to, Box::new(envelope)) {
         core.stats.dropped_closed += 1;
@@ -309,13 +313,11 @@ fn settle<R: Request>(
         Some(server) => server.to_string(),
         None => format!("{}/? (gone)", core.name()),
     }));
-    core.enqueue(ReplyEnvelope {
+    core.enqueue(SettledEnvelope {
         dest: reply_key,
-        sender: Key::FRAMEWORK,
         id,
-        payload: Some(request),
+        request,
         result,
-        settled: true,
     });
 }
 
@@ -387,7 +389,7 @@ fn ended_while_lent<R: Request>(core: &mut Core, key: Key, payload: Arc<Payload<
     }
 }
 
-/// A response on its way to the requester's reply address.
+/// A reply on its way to the requester's reply address.
 struct ReplyEnvelope<R: Request> {
     dest: Key,
     sender: Key,
@@ -396,8 +398,6 @@ struct ReplyEnvelope<R: Request> {
     /// (a reply from this locality).
     payload: Option<Arc<Payload<R>>>,
     result: Result<R::Response, Error>,
-    /// `true` when the framework made it (timeout, cancel): the request is settled already.
-    settled: bool,
 }
 
 impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
@@ -408,23 +408,16 @@ impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
             id,
             payload,
             result,
-            settled,
         } = self;
-        let request = if settled {
-            payload
-        } else {
-            let pending = (id.locality == core.id())
-                .then(|| remove(core, id.key))
-                .flatten();
-            let Some((_, pending)) = pending else {
-                return late_reply(core, dest, sender, id, payload, result);
-            };
-            match (payload, pending.0) {
-                (Some(payload), _) => Some(payload),
-                (None, held) => {
-                    held.and_then(|p| (p as Arc<dyn Any + Send + Sync>).downcast().ok())
-                }
-            }
+        let pending = (id.locality == core.id())
+            .then(|| remove(core, id.key))
+            .flatten();
+        let Some((_, pending)) = pending else {
+            return late_reply(core, dest, sender, id, payload, result);
+        };
+        let request = match (payload, pending.0) {
+            (Some(payload), _) => Some(payload),
+            (None, held) => held.and_then(|p| (p as Arc<dyn Any + Send + Sync>).downcast().ok()),
         };
         let Some(request) = request else {
             // Not reachable: a payload is lent only while its request is
@@ -433,17 +426,51 @@ impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
             debug_assert!(false, "a reply found its request's payload lent");
             return;
         };
-        let response = Response {
+        respond(core, dest, sender, id, request, result);
+    }
+}
+
+/// The response of a request the framework settled (timeout, cancel).
+struct SettledEnvelope<R: Request> {
+    dest: Key,
+    id: RequestId,
+    request: Arc<Payload<R>>,
+    result: Result<R::Response, Error>,
+}
+
+impl<R: Request> Envelope<Core> for SettledEnvelope<R> {
+    fn deliver(self, core: &mut Core) {
+        let SettledEnvelope {
+            dest,
             id,
             request,
             result,
-        };
-        crate::subscription::route(core, dest, sender, &response);
-        match std::mem::replace(&mut core.next, Next::Done) {
-            // Forwarded: moved on as a user message.
-            Next::Forward(to, by) => core.send(&to, by, response),
-            _ => core.payloads.give(response.request),
-        }
+        } = self;
+        respond(core, dest, Key::FRAMEWORK, id, request, result);
+    }
+}
+
+/// Delivers a response; its payload's allocation is kept for the next
+/// request unless a handler forwarded it.
+#[inline(always)]
+fn respond<R: Request>(
+    core: &mut Core,
+    dest: Key,
+    sender: Key,
+    id: RequestId,
+    request: Arc<Payload<R>>,
+    result: Result<R::Response, Error>,
+) {
+    let response = Response {
+        id,
+        request,
+        result,
+    };
+    crate::subscription::route(core, dest, sender, &response);
+    match std::mem::replace(&mut core.next, Next::Done) {
+        // Forwarded: moved on as a user message.
+        Next::Forward(to, by) => core.send(&to, by, response),
+        _ => core.payloads.give(response.request),
     }
 }
 

@@ -29,17 +29,19 @@ const SPARE: usize = 32;
 
 impl Payloads {
     /// A payload holding `value`, replies going to `reply_to` (a key of
-    /// this locality, whose address `reply_address` gives): a spare
-    /// allocation if there is one (its reply address is kept when it is the
-    /// same, the common case: no lookup, no `Address` clone). `None` if the
-    /// reply address is gone.
-    #[inline]
+    /// this locality, whose address `reply_address` gives), the request
+    /// going to `to` (`here`: an address of this locality): a spare
+    /// allocation if there is one (its reply address and server are kept
+    /// when they are the same, the common case: no lookup, no `Address`
+    /// clone, no store). `None` if the reply address is gone.
+    #[inline(always)]
     pub(super) fn take<R: Request>(
         &mut self,
         value: R,
         reply_to: Key,
         reply_address: impl FnOnce() -> Option<Address>,
-        server: Server,
+        to: &Address,
+        here: bool,
     ) -> Option<Arc<Payload<R>>> {
         let spare = self.spares_of::<R>().and_then(Vec::pop);
         // A spare of a type without drop glue may still be held by a kept
@@ -53,13 +55,19 @@ impl Payloads {
                 payload.reply_to = reply_address()?;
             }
             payload.value = Some(value);
-            payload.server = server;
+            // Written in place, and only if it changed (a whole `Server`
+            // made on the stack and copied in was stored in parts and read
+            // back whole: a stall).
+            match &mut payload.server {
+                Server::Here(key) if here => *key = to.key(),
+                server => *server = Server::of(to, here),
+            }
             return Some(arc);
         }
         Some(Arc::new(Payload {
             value: Some(value),
             reply_to: reply_address()?,
-            server,
+            server: Server::of(to, here),
         }))
     }
 
@@ -70,7 +78,7 @@ impl Payloads {
     /// later changes nothing, so the allocation goes to the spares
     /// unchecked, and `take` checks it once (one atomic operation per
     /// request instead of two).
-    #[inline]
+    #[inline(always)]
     pub(super) fn give<R: Request>(&mut self, mut payload: Arc<Payload<R>>) {
         let keeps_nothing =
             !std::mem::needs_drop::<R>() && matches!(payload.server, Server::Here(_));
@@ -83,15 +91,21 @@ impl Payloads {
                 unique.server = Server::Here(Key::NONE); // no address kept alive by a spare
             }
         }
-        if self.spares_of::<R>().is_none() {
-            let spares: Vec<Arc<Payload<R>>> = Vec::new();
-            self.by_type.push((TypeId::of::<R>(), Box::new(spares)));
+        match self.spares_of::<R>() {
+            Some(spares) if spares.len() < SPARE => spares.push(payload),
+            Some(_) => {}
+            None => self.first_spare(payload),
         }
-        if let Some(spares) = self.spares_of::<R>()
-            && spares.len() < SPARE
-        {
-            spares.push(payload);
-        }
+    }
+
+    /// The first spare of payload type `R`: its list is made.
+    #[cold]
+    #[inline(never)]
+    fn first_spare<R: Request>(&mut self, payload: Arc<Payload<R>>) {
+        let spares: Vec<Arc<Payload<R>>> = vec![payload];
+        self.by_type.push((TypeId::of::<R>(), Box::new(spares)));
+        let last = self.by_type.len() - 1;
+        self.by_type.swap(0, last);
     }
 
     /// The spares of payload type `R`, moved to the front if found further
