@@ -240,44 +240,56 @@ impl<T: Action> Timers<T> {
         Some(i)
     }
 
-    /// Removes a pending timer, `*head` being its owner's list; `None` if
-    /// it already fired or was cancelled.
+    /// Removes a pending timer; `None` if it already fired or was
+    /// cancelled. With it, the new head of its owner's list if the head
+    /// moves (see `detach`).
     #[inline(always)]
-    pub(crate) fn cancel(&mut self, key: Key, head: &mut Key) -> Option<Entry<T>> {
+    pub(crate) fn cancel(&mut self, key: Key) -> Option<(Entry<T>, Option<Key>)> {
         let entry = self.take(key)?;
-        self.detach(&entry, head);
-        Some(entry)
+        let head = self.detach(&entry);
+        Some((entry, head))
     }
 
     /// Takes a timer out of its place and the arena (not yet out of its
-    /// owner's list: see `detach`).
+    /// owner's list: see `detach`). One lookup: the record is read in place
+    /// and its slot freed first (it keeps a vacant record).
     #[inline(always)]
-    fn take(&mut self, key: Key) -> Option<Entry<T>> {
-        let place = self.entries.get(key)?.place;
-        match place {
-            Place::Heap(pos) => self.remove_at(pos as usize),
-            Place::List { list, prev, next } => self.unlink(list, prev, next),
-            Place::Vacant => return None,
-        }
-        // Read in place; the slot keeps a vacant record.
+    pub(crate) fn take(&mut self, key: Key) -> Option<Entry<T>> {
         let record = self.entries.remove(key)?;
-        record.place = Place::Vacant;
-        Some(Entry {
+        let place = std::mem::replace(&mut record.place, Place::Vacant);
+        let entry = Entry {
             owner: record.owner,
             older: record.older,
             newer: record.newer,
             action: std::mem::replace(&mut record.action, T::vacant()),
-        })
+        };
+        match place {
+            Place::Heap(pos) => self.remove_at(pos as usize),
+            Place::List { list, prev, next } => self.unlink(list, prev, next),
+            Place::Vacant => {} // not reachable: `remove` finds live records only
+        }
+        Some(entry)
     }
 
-    /// Takes a removed timer out of its owner's list, whose head is `*head`.
-    pub(crate) fn detach(&mut self, entry: &Entry<T>, head: &mut Key) {
+    /// Takes a removed timer out of its owner's list: `Some(head)` if the
+    /// list's head (kept by the caller) must become `head`, an older timer.
+    /// A list left empty keeps its old head, which names no pending timer
+    /// any more (its generation is gone) and reads as empty: the common
+    /// case of one pending request at a time needs no lookup of the owner.
+    #[inline(always)]
+    #[must_use]
+    pub(crate) fn detach(&mut self, entry: &Entry<T>) -> Option<Key> {
         if let Some(older) = self.entries.get_mut_at(entry.older) {
             older.newer = entry.newer;
+        } else if entry.newer == NIL {
+            return None; // the only one: the list is empty now
         }
         match self.entries.get_mut_at(entry.newer) {
-            Some(newer) => newer.older = entry.older,
-            None => *head = self.key_at(entry.older),
+            Some(newer) => {
+                newer.older = entry.older;
+                None
+            }
+            None => Some(self.key_at(entry.older)),
         }
     }
 

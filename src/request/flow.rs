@@ -27,6 +27,7 @@ use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
+use crate::actor::Rare;
 use crate::locality::fire::head_of;
 use crate::locality::shared::Remote;
 use crate::queue::Envelope;
@@ -258,10 +259,13 @@ pub(crate) fn requester_gone(core: &mut Core, head: Key) {
 /// list): its requester and what it keeps.
 #[inline(always)]
 fn remove(core: &mut Core, key: Key) -> Option<(Key, PendingRequest)> {
-    let owner = core.requests.owner(key)?;
-    let mut detached = Key::NONE;
-    let head = head_of!(core.actors, owner, requests_head, detached);
-    core.requests.cancel(key, head).map(|e| (owner, e.action))
+    let entry = core.requests.take(key)?;
+    if let Some(head) = core.requests.detach(&entry) {
+        let mut detached = Key::NONE;
+        let field: fn(&mut Rare) -> &mut Key = |r| &mut r.requests_head;
+        *head_of(&mut core.actors, entry.owner, field, &mut detached) = head;
+    }
+    Some((entry.owner, entry.action))
 }
 
 fn settle<R: Request>(
