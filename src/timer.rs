@@ -139,8 +139,10 @@ impl<T> Default for Timers<T> {
     fn default() -> Self {
         Timers {
             entries: Slots::default(),
+            // A list not taken yet has a duration no timer has (all are
+            // cut to a century), so that `list_for` needs no bounds test.
             lists: [List {
-                after: Duration::ZERO,
+                after: Duration::MAX,
                 head: NIL,
                 tail: NIL,
             }; MAX_LISTS],
@@ -154,8 +156,9 @@ impl<T> Default for Timers<T> {
 impl<T: Action> Timers<T> {
     /// Starts a timer of `owner`, whose list of timers starts at `*head`
     /// (`Key::NONE`: empty). Timers of one `after` share a list, so `after`
-    /// must be the duration the deadline was computed from, and the clock
-    /// must never go back between two starts.
+    /// must be the duration the deadline was computed from (shorter than
+    /// `Duration::MAX`, the mark of a list not taken), and the clock must
+    /// never go back between two starts.
     #[inline(always)]
     pub(crate) fn start(&mut self, due: Due, owner: Key, head: &mut Key, action: T) -> Key {
         let Due {
@@ -163,6 +166,7 @@ impl<T: Action> Timers<T> {
             after,
             seq,
         } = due;
+        debug_assert!(after < Duration::MAX, "a timer's duration is cut first");
         let newest = *head;
         let older = self.entries.get(newest).map_or(NIL, |_| newest.idx);
         let list = self.list_for(after);
@@ -213,8 +217,8 @@ impl<T: Action> Timers<T> {
     #[inline(always)]
     fn list_for(&mut self, after: Duration) -> Option<usize> {
         // Most starts use the duration of the one before (a request timeout).
-        let last = usize::from(self.last);
-        if self.lists().get(last).is_some_and(|l| l.after == after) {
+        let last = usize::from(self.last) % MAX_LISTS;
+        if self.lists[last].after == after {
             return Some(last);
         }
         let i = self.find_list(after)?;

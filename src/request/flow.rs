@@ -191,7 +191,7 @@ fn reply_here<R: Request>(
     core.enqueue(ReplyEnvelope {
         dest: request.payload.reply_to.key(),
         sender: me,
-        id,
+        key: id.key,
         payload,
         result,
     });
@@ -217,7 +217,7 @@ fn reply_slow<R: Request>(
     let envelope = ReplyEnvelope {
         dest: to.key(),
         sender: Key::NONE,
-        id: request.id,
+        key: request.id.key,
         payload: Some(request.payload.clone()),
         result,
     };
@@ -397,7 +397,9 @@ fn ended_while_lent<R: Request>(core: &mut Core, key: Key, payload: Arc<Payload<
 struct ReplyEnvelope<R: Request> {
     dest: Key,
     sender: Key,
-    id: RequestId,
+    /// The request's key in its requester's locality (where a reply is
+    /// always delivered: its id names that locality).
+    key: Key,
     /// The request's payload; `None` when the pending request holds it
     /// (a reply from this locality).
     payload: Option<Arc<Payload<R>>>,
@@ -409,14 +411,15 @@ impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
         let ReplyEnvelope {
             dest,
             sender,
-            id,
+            key,
             payload,
             result,
         } = self;
-        let pending = (id.locality == core.id())
-            .then(|| remove(core, id.key))
-            .flatten();
-        let Some((_, pending)) = pending else {
+        let id = RequestId {
+            locality: core.id(),
+            key,
+        };
+        let Some((_, pending)) = remove(core, key) else {
             return late_reply(core, dest, sender, id, payload, result);
         };
         let request = match (payload, pending.0) {
