@@ -136,7 +136,7 @@ pub(crate) fn send<R: Request>(
         core.enqueue(RequestEnvelope {
             dest: to.key(),
             sender: me,
-            id,
+            key,
             payload,
         });
     } else {
@@ -182,19 +182,23 @@ fn reply_here<R: Request>(
     // request now, it is back there before the reply is delivered). A late
     // reply is only counted, so it needs none, except to be shown by
     // inspection: with inspection on, the reply carries it.
-    let held = id.locality == core.id() && core.inspect.level == 0;
-    let payload = if held {
-        None
+    let dest = request.payload.reply_to.key();
+    if id.locality == core.id() && core.inspect.level == 0 {
+        core.enqueue(ReplyEnvelope::<R> {
+            dest,
+            sender: me,
+            key: id.key,
+            result,
+        });
     } else {
-        Some(request.payload.clone())
-    };
-    core.enqueue(ReplyEnvelope {
-        dest: request.payload.reply_to.key(),
-        sender: me,
-        key: id.key,
-        payload,
-        result,
-    });
+        core.enqueue(CarriedReplyEnvelope {
+            dest,
+            sender: me,
+            key: id.key,
+            payload: request.payload.clone(),
+            result,
+        });
+    }
 }
 
 /// A reply to a forwarded request (its watcher is told), or to a
@@ -214,11 +218,11 @@ fn reply_slow<R: Request>(
     if to.is_of(&core.shared) {
         return reply_here(core, me, request, result);
     }
-    let envelope = ReplyEnvelope {
+    let envelope = CarriedReplyEnvelope {
         dest: to.key(),
         sender: Key::NONE,
         key: request.id.key,
-        payload: Some(request.payload.clone()),
+        payload: request.payload.clone(),
         result,
     };
     if !core.post_reply(to, Box::new(envelope)) {
@@ -332,7 +336,8 @@ fn settle<R: Request>(
 struct RequestEnvelope<R: Request> {
     dest: Key,
     sender: Key,
-    id: RequestId,
+    /// The request's key (its id names this locality).
+    key: Key,
     payload: Arc<Payload<R>>,
 }
 
@@ -342,9 +347,13 @@ impl<R: Request> Envelope<Core> for RequestEnvelope<R> {
         let RequestEnvelope {
             dest,
             sender,
-            id,
+            key,
             payload,
         } = self;
+        let id = RequestId {
+            locality: core.id(),
+            key,
+        };
         let request = RequestMsg {
             id,
             payload,
@@ -393,16 +402,14 @@ fn ended_while_lent<R: Request>(core: &mut Core, key: Key, payload: Arc<Payload<
     }
 }
 
-/// A reply on its way to the requester's reply address.
+/// A reply on its way to a requester of the server's locality, which
+/// holds the request's payload (the response takes it from there).
 struct ReplyEnvelope<R: Request> {
     dest: Key,
     sender: Key,
     /// The request's key in its requester's locality (where a reply is
     /// always delivered: its id names that locality).
     key: Key,
-    /// The request's payload; `None` when the pending request holds it
-    /// (a reply from this locality).
-    payload: Option<Arc<Payload<R>>>,
     result: Result<R::Response, Error>,
 }
 
@@ -412,29 +419,71 @@ impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
             dest,
             sender,
             key,
+            result,
+        } = self;
+        deliver_reply::<R>(core, dest, sender, key, None, result);
+    }
+}
+
+/// A reply that carries the request's payload: from another locality (or
+/// with inspection on, to show the request if the reply comes late).
+struct CarriedReplyEnvelope<R: Request> {
+    dest: Key,
+    sender: Key,
+    key: Key,
+    payload: Arc<Payload<R>>,
+    result: Result<R::Response, Error>,
+}
+
+impl<R: Request> Envelope<Core> for CarriedReplyEnvelope<R> {
+    fn deliver(self, core: &mut Core) {
+        let CarriedReplyEnvelope {
+            dest,
+            sender,
+            key,
             payload,
             result,
         } = self;
-        let id = RequestId {
-            locality: core.id(),
-            key,
-        };
-        let Some((_, pending)) = remove(core, key) else {
-            return late_reply(core, dest, sender, id, payload, result);
-        };
-        let request = match (payload, pending.0) {
-            (Some(payload), _) => Some(payload),
-            (None, held) => held.and_then(|p| (p as Arc<dyn Any + Send + Sync>).downcast().ok()),
-        };
-        let Some(request) = request else {
-            // Not reachable: a payload is lent only while its request is
-            // queued to the server or handled there, and any reply made by
-            // then is delivered after the payload is back.
-            debug_assert!(false, "a reply found its request's payload lent");
-            return;
-        };
-        respond(core, dest, sender, id, request, result);
+        deliver_reply(core, dest, sender, key, Some(payload), result);
     }
+}
+
+impl<R: Request> Remote for CarriedReplyEnvelope<R> {
+    fn localize(self: Box<Self>, core: &mut Core) {
+        core.enqueue(*self);
+    }
+}
+
+/// Delivers a reply to request `key` (whose payload it carries, or the
+/// pending request holds), or drops it if the request was settled.
+#[inline(always)]
+fn deliver_reply<R: Request>(
+    core: &mut Core,
+    dest: Key,
+    sender: Key,
+    key: Key,
+    payload: Option<Arc<Payload<R>>>,
+    result: Result<R::Response, Error>,
+) {
+    let id = RequestId {
+        locality: core.id(),
+        key,
+    };
+    let Some((_, pending)) = remove(core, key) else {
+        return late_reply(core, dest, sender, id, payload, result);
+    };
+    let request = match (payload, pending.0) {
+        (Some(payload), _) => Some(payload),
+        (None, held) => held.and_then(|p| (p as Arc<dyn Any + Send + Sync>).downcast().ok()),
+    };
+    let Some(request) = request else {
+        // Not reachable: a payload is lent only while its request is
+        // queued to the server or handled there, and any reply made by
+        // then is delivered after the payload is back.
+        debug_assert!(false, "a reply found its request's payload lent");
+        return;
+    };
+    respond(core, dest, sender, id, request, result);
 }
 
 /// The response of a request the framework settled (timeout, cancel).
@@ -504,8 +553,3 @@ fn late_reply<R: Request>(
     }
 }
 
-impl<R: Request> Remote for ReplyEnvelope<R> {
-    fn localize(self: Box<Self>, core: &mut Core) {
-        core.enqueue(*self);
-    }
-}
