@@ -82,7 +82,12 @@ impl Core {
         };
         if let Some(head) = moved {
             let mut detached = Key::NONE;
-            *head_of(&mut self.actors, owner, |r| &mut r.timers_head, &mut detached) = head;
+            *head_of(
+                &mut self.actors,
+                owner,
+                |r| &mut r.timers_head,
+                &mut detached,
+            ) = head;
         }
         true
     }

@@ -23,11 +23,11 @@
 //! request to another locality and a reply from there count references.
 
 use super::{CancelRequest, Payload, Request, RequestId, RequestMsg, Response};
+use crate::actor::Rare;
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
-use crate::actor::Rare;
 use crate::locality::fire::head_of;
 use crate::locality::shared::Remote;
 use crate::queue::Envelope;
@@ -124,7 +124,10 @@ pub(crate) fn send<R: Request>(
     let reply_to = reply_to.unwrap_or_else(|| cell.address.key());
     let routes = &core.routes;
     let reply_address = || routes.address(reply_to).map(|a| a.address.clone());
-    let Some(payload) = core.payloads.take(payload, reply_to, reply_address, to, here) else {
+    let Some(payload) = core
+        .payloads
+        .take(payload, reply_to, reply_address, to, here)
+    else {
         return RequestId::NONE; // not reachable: the caller checked the address
     };
     // Here the payload is lent to the request; elsewhere it is shared.
@@ -552,4 +555,3 @@ fn late_reply<R: Request>(
         crate::inspect::late_reply::<Response<R>>(core, dest, sender, &response);
     }
 }
-
