@@ -53,7 +53,7 @@ pub(crate) enum Outcome {
 pub(crate) struct PendingRequest(Option<Arc<dyn Pending>>);
 
 /// What a pending request's payload does when the request ends without a reply.
-trait Pending: Any + Send + Sync {
+pub(super) trait Pending: Any + Send + Sync {
     /// Ends the request without a reply: (core, request key, requester, how).
     fn settle(self: Arc<Self>, core: &mut Core, key: Key, requester: Key, outcome: Outcome);
 }

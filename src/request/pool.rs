@@ -2,7 +2,7 @@
 //! requests settled while their payload was lent to the server.
 
 use super::Payload;
-use super::flow::{Outcome, Server};
+use super::flow::{Outcome, Pending, Server};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::request::Request;
@@ -17,6 +17,11 @@ pub(crate) struct Payloads {
     /// used last first: a program has a few request types, and a stream of
     /// requests mostly uses one (a short scan, cheaper than hashing).
     by_type: Vec<(TypeId, Box<dyn Any>)>,
+    /// The spare given back last, with its type, if the next request takes
+    /// it: a stream of requests of one type reuses two allocations by
+    /// turns, and finds the one it takes here, given back without a lookup
+    /// by type (the others go to `by_type`).
+    last: Option<(TypeId, Arc<dyn Pending>)>,
     /// Requests to a server of this locality that ended (timeout, cancel,
     /// requester gone: key, requester, how) while their `RequestMsg` was
     /// queued or being handled: the payload was lent to it, so they are
@@ -43,7 +48,11 @@ impl Payloads {
         to: &Address,
         here: bool,
     ) -> Option<Arc<Payload<R>>> {
-        let spare = self.spares_of::<R>().and_then(Vec::pop);
+        let id = TypeId::of::<R>();
+        let spare = match self.last.take_if(|(t, _)| *t == id) {
+            Some((_, spare)) => (spare as Arc<dyn Any + Send + Sync>).downcast().ok(),
+            None => self.spares_of::<R>().and_then(Vec::pop),
+        };
         // A spare of a type without drop glue may still be held by a kept
         // `RequestMsg` (see `give`): then it is left to that one.
         if let Some(mut arc) = spare
@@ -90,6 +99,10 @@ impl Payloads {
             if let Server::Elsewhere(_) = unique.server {
                 unique.server = Server::Here(Key::NONE); // no address kept alive by a spare
             }
+        }
+        if self.last.is_none() {
+            self.last = Some((TypeId::of::<R>(), payload));
+            return;
         }
         match self.spares_of::<R>() {
             Some(spares) if spares.len() < SPARE => spares.push(payload),
@@ -146,9 +159,12 @@ impl Payloads {
     /// Spare allocations of payload type `R` (for tests).
     #[cfg(test)]
     pub(crate) fn spares<R: Request>(&self) -> usize {
-        self.by_type
+        let id = TypeId::of::<R>();
+        let last = usize::from(self.last.as_ref().is_some_and(|(t, _)| *t == id));
+        last + self
+            .by_type
             .iter()
-            .find(|(t, _)| *t == TypeId::of::<R>())
+            .find(|(t, _)| *t == id)
             .and_then(|(_, pool)| pool.downcast_ref::<Vec<Arc<Payload<R>>>>())
             .map_or(0, Vec::len)
     }
