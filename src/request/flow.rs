@@ -526,6 +526,9 @@ fn respond<R: Request>(
         result,
     };
     crate::subscription::route(core, dest, sender, &response);
+    if matches!(core.next, Next::Done) {
+        return core.payloads.give(response.request);
+    }
     match std::mem::replace(&mut core.next, Next::Done) {
         // Forwarded: moved on as a user message.
         Next::Forward(to, by) => core.send(&to, by, response),
