@@ -2,8 +2,7 @@
 
 use super::Core;
 use crate::actor::{ActorCell, ActorState, Rare};
-use crate::arena::Arena;
-use crate::arena::Key;
+use crate::arena::{Arena, Key};
 use crate::lifecycle;
 use crate::timer::{Due, TimerId};
 use std::time::{Duration, Instant};
@@ -74,20 +73,13 @@ impl Core {
 
     /// Cancels a timer; `false` if it was not pending.
     pub(crate) fn cancel_timer(&mut self, key: Key) -> bool {
-        let Some(owner) = self.timers.owner(key) else {
-            return false;
-        };
-        let Some((_, moved)) = self.timers.cancel(key) else {
+        let Some((entry, moved)) = self.timers.cancel(key) else {
             return false;
         };
         if let Some(head) = moved {
             let mut detached = Key::NONE;
-            *head_of(
-                &mut self.actors,
-                owner,
-                |r| &mut r.timers_head,
-                &mut detached,
-            ) = head;
+            let field: fn(&mut Rare) -> &mut Key = |r| &mut r.timers_head;
+            *head_of(&mut self.actors, entry.owner, field, &mut detached) = head;
         }
         true
     }
