@@ -450,8 +450,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if self.ignored("request") {
             return RequestId::NONE;
         }
-        let reply_to = self.address().key();
-        request::send(self.core, self.me, reply_to, to, payload, timeout)
+        request::send(self.core, self.me, None, to, payload, timeout)
     }
 
     /// Like [`request`](Context::request), with the response going to
@@ -483,7 +482,7 @@ impl<'a, A: Actor> Context<'a, A> {
         Ok(request::send(
             self.core,
             self.me,
-            reply_to.key(),
+            Some(reply_to.key()),
             to,
             payload,
             timeout,

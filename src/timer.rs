@@ -139,8 +139,10 @@ impl<T> Default for Timers<T> {
     fn default() -> Self {
         Timers {
             entries: Slots::default(),
+            // A list not taken yet has a duration no timer has (all are
+            // cut to a century), so that `list_for` needs no bounds test.
             lists: [List {
-                after: Duration::ZERO,
+                after: Duration::MAX,
                 head: NIL,
                 tail: NIL,
             }; MAX_LISTS],
@@ -154,8 +156,9 @@ impl<T> Default for Timers<T> {
 impl<T: Action> Timers<T> {
     /// Starts a timer of `owner`, whose list of timers starts at `*head`
     /// (`Key::NONE`: empty). Timers of one `after` share a list, so `after`
-    /// must be the duration the deadline was computed from, and the clock
-    /// must never go back between two starts.
+    /// must be the duration the deadline was computed from (shorter than
+    /// `Duration::MAX`, the mark of a list not taken), and the clock must
+    /// never go back between two starts.
     #[inline(always)]
     pub(crate) fn start(&mut self, due: Due, owner: Key, head: &mut Key, action: T) -> Key {
         let Due {
@@ -163,6 +166,7 @@ impl<T: Action> Timers<T> {
             after,
             seq,
         } = due;
+        debug_assert!(after < Duration::MAX, "a timer's duration is cut first");
         let newest = *head;
         let older = self.entries.get(newest).map_or(NIL, |_| newest.idx);
         let list = self.list_for(after);
@@ -213,8 +217,8 @@ impl<T: Action> Timers<T> {
     #[inline(always)]
     fn list_for(&mut self, after: Duration) -> Option<usize> {
         // Most starts use the duration of the one before (a request timeout).
-        let last = usize::from(self.last);
-        if self.lists().get(last).is_some_and(|l| l.after == after) {
+        let last = usize::from(self.last) % MAX_LISTS;
+        if self.lists[last].after == after {
             return Some(last);
         }
         let i = self.find_list(after)?;
@@ -240,44 +244,56 @@ impl<T: Action> Timers<T> {
         Some(i)
     }
 
-    /// Removes a pending timer, `*head` being its owner's list; `None` if
-    /// it already fired or was cancelled.
+    /// Removes a pending timer; `None` if it already fired or was
+    /// cancelled. With it, the new head of its owner's list if the head
+    /// moves (see `detach`).
     #[inline(always)]
-    pub(crate) fn cancel(&mut self, key: Key, head: &mut Key) -> Option<Entry<T>> {
+    pub(crate) fn cancel(&mut self, key: Key) -> Option<(Entry<T>, Option<Key>)> {
         let entry = self.take(key)?;
-        self.detach(&entry, head);
-        Some(entry)
+        let head = self.detach(&entry);
+        Some((entry, head))
     }
 
     /// Takes a timer out of its place and the arena (not yet out of its
-    /// owner's list: see `detach`).
+    /// owner's list: see `detach`). One lookup: the record is read in place
+    /// and its slot freed first (it keeps a vacant record).
     #[inline(always)]
-    fn take(&mut self, key: Key) -> Option<Entry<T>> {
-        let place = self.entries.get(key)?.place;
-        match place {
-            Place::Heap(pos) => self.remove_at(pos as usize),
-            Place::List { list, prev, next } => self.unlink(list, prev, next),
-            Place::Vacant => return None,
-        }
-        // Read in place; the slot keeps a vacant record.
+    pub(crate) fn take(&mut self, key: Key) -> Option<Entry<T>> {
         let record = self.entries.remove(key)?;
-        record.place = Place::Vacant;
-        Some(Entry {
+        let place = std::mem::replace(&mut record.place, Place::Vacant);
+        let entry = Entry {
             owner: record.owner,
             older: record.older,
             newer: record.newer,
             action: std::mem::replace(&mut record.action, T::vacant()),
-        })
+        };
+        match place {
+            Place::Heap(pos) => self.remove_at(pos as usize),
+            Place::List { list, prev, next } => self.unlink(list, prev, next),
+            Place::Vacant => {} // not reachable: `remove` finds live records only
+        }
+        Some(entry)
     }
 
-    /// Takes a removed timer out of its owner's list, whose head is `*head`.
-    pub(crate) fn detach(&mut self, entry: &Entry<T>, head: &mut Key) {
+    /// Takes a removed timer out of its owner's list: `Some(head)` if the
+    /// list's head (kept by the caller) must become `head`, an older timer.
+    /// A list left empty keeps its old head, which names no pending timer
+    /// any more (its generation is gone) and reads as empty: the common
+    /// case of one pending request at a time needs no lookup of the owner.
+    #[inline(always)]
+    #[must_use]
+    pub(crate) fn detach(&mut self, entry: &Entry<T>) -> Option<Key> {
         if let Some(older) = self.entries.get_mut_at(entry.older) {
             older.newer = entry.newer;
+        } else if entry.newer == NIL {
+            return None; // the only one: the list is empty now
         }
         match self.entries.get_mut_at(entry.newer) {
-            Some(newer) => newer.older = entry.older,
-            None => *head = self.key_at(entry.older),
+            Some(newer) => {
+                newer.older = entry.older;
+                None
+            }
+            None => Some(self.key_at(entry.older)),
         }
     }
 

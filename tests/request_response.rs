@@ -374,6 +374,32 @@ fn a_requester_that_shuts_down_cancels_its_requests_and_frees_everything() {
     );
 }
 
+#[test]
+fn a_requester_that_shuts_down_after_its_newest_request_was_answered_cancels_the_older_one() {
+    // Account 1's request is the newest, answered first: the requester's
+    // list of pending requests goes back to account 2's, which its
+    // shutdown still finds (and account 1's it no longer does).
+    let mut w = World::new(
+        |account| match account {
+            1 => Answer::Now(7),
+            _ => Answer::Never,
+        },
+        vec![(2, 60), (1, 50)],
+    );
+    assert_eq!(w.log(), ["account 1: 7 at 0"]);
+    assert_eq!(w.locality.stats().requests, 1);
+    w.locality.shutdown(&w.client).unwrap();
+    w.at(1);
+    assert_eq!(
+        w.log(),
+        ["account 1: 7 at 0", "bank: cancelled request#0.0"]
+    );
+    let s = w.locality.stats();
+    assert_eq!((s.requests, s.timers), (0, 0));
+    w.at(100);
+    assert_eq!(w.log().len(), 2, "no timeout after the requester went");
+}
+
 /// Sends two requests of one type with replies to two identities.
 struct TwoWays {
     bank: Address,

@@ -1,8 +1,8 @@
 //! Timers of a locality: what each one does when it fires, and firing them.
 
 use super::Core;
-use crate::actor::ActorState;
-use crate::arena::Key;
+use crate::actor::{ActorCell, ActorState, Rare};
+use crate::arena::{Arena, Key};
 use crate::lifecycle;
 use crate::timer::{Due, TimerId};
 use std::time::{Duration, Instant};
@@ -33,17 +33,19 @@ impl crate::timer::Action for TimerAction {
 /// so that no deadline overflows the clock.
 const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
-/// The head of the list of `owner`'s timers (or requests), kept in its
-/// record; a detached dummy if the owner is gone (its list no longer matters).
-macro_rules! head_of {
-    ($actors:expr, $owner:expr, $field:ident, $dummy:ident) => {
-        match $actors.get_mut($owner).and_then(|c| c.rare.as_deref_mut()) {
-            Some(rare) => &mut rare.$field,
-            None => &mut $dummy,
-        }
-    };
+/// The head of one of `owner`'s lists (`field` of its record: its timers,
+/// its requests); `dummy` if the owner is gone (its list no longer matters).
+pub(crate) fn head_of<'a>(
+    actors: &'a mut Arena<ActorCell>,
+    owner: Key,
+    field: fn(&mut Rare) -> &mut Key,
+    dummy: &'a mut Key,
+) -> &'a mut Key {
+    match actors.get_mut(owner).and_then(|c| c.rare.as_deref_mut()) {
+        Some(rare) => field(rare),
+        None => dummy,
+    }
 }
-pub(crate) use head_of;
 
 impl Core {
     /// When a timer started now, `after` from now, is due.
@@ -71,12 +73,15 @@ impl Core {
 
     /// Cancels a timer; `false` if it was not pending.
     pub(crate) fn cancel_timer(&mut self, key: Key) -> bool {
-        let Some(owner) = self.timers.owner(key) else {
+        let Some((entry, moved)) = self.timers.cancel(key) else {
             return false;
         };
-        let mut detached = Key::NONE;
-        let head = head_of!(self.actors, owner, timers_head, detached);
-        self.timers.cancel(key, head).is_some()
+        if let Some(head) = moved {
+            let mut detached = Key::NONE;
+            let field: fn(&mut Rare) -> &mut Key = |r| &mut r.timers_head;
+            *head_of(&mut self.actors, entry.owner, field, &mut detached) = head;
+        }
+        true
     }
 
     /// The earliest deadline of a timer or a request.
@@ -108,17 +113,21 @@ impl Core {
                 let Some((key, entry)) = self.requests.pop_due(self.now, round) else {
                     break;
                 };
-                let mut detached = Key::NONE;
-                let head = head_of!(self.actors, entry.owner, requests_head, detached);
-                self.requests.detach(&entry, head);
+                if let Some(head) = self.requests.detach(&entry) {
+                    let mut detached = Key::NONE;
+                    let field: fn(&mut Rare) -> &mut Key = |r| &mut r.requests_head;
+                    *head_of(&mut self.actors, entry.owner, field, &mut detached) = head;
+                }
                 crate::request::on_timeout(self, key, entry.action);
             } else {
                 let Some((key, entry)) = self.timers.pop_due(self.now, round) else {
                     break;
                 };
-                let mut detached = Key::NONE;
-                let head = head_of!(self.actors, entry.owner, timers_head, detached);
-                self.timers.detach(&entry, head);
+                if let Some(head) = self.timers.detach(&entry) {
+                    let mut detached = Key::NONE;
+                    let field: fn(&mut Rare) -> &mut Key = |r| &mut r.timers_head;
+                    *head_of(&mut self.actors, entry.owner, field, &mut detached) = head;
+                }
                 self.fire(key, entry.owner, entry.action);
             }
             fired += 1;

@@ -23,6 +23,7 @@
 //! request to another locality and a reply from there count references.
 
 use super::{CancelRequest, Payload, Request, RequestId, RequestMsg, Response};
+use crate::actor::Rare;
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -52,7 +53,7 @@ pub(crate) enum Outcome {
 pub(crate) struct PendingRequest(Option<Arc<dyn Pending>>);
 
 /// What a pending request's payload does when the request ends without a reply.
-trait Pending: Any + Send + Sync {
+pub(super) trait Pending: Any + Send + Sync {
     /// Ends the request without a reply: (core, request key, requester, how).
     fn settle(self: Arc<Self>, core: &mut Core, key: Key, requester: Key, outcome: Outcome);
 }
@@ -91,45 +92,54 @@ pub(crate) enum Server {
     Elsewhere(Address),
 }
 
+impl Server {
+    /// Where `to` is (`here`: an address of the requester's locality).
+    #[inline(always)]
+    pub(super) fn of(to: &Address, here: bool) -> Server {
+        if here {
+            Server::Here(to.key())
+        } else {
+            Server::Elsewhere(to.clone())
+        }
+    }
+}
+
 /// Sends a request from actor `me`, replies going to `reply_to` (one of
-/// `me`'s addresses, a key of this locality).
+/// `me`'s addresses, a key of this locality; `None`: its main address).
 pub(crate) fn send<R: Request>(
     core: &mut Core,
     me: Key,
-    reply_to: Key,
+    reply_to: Option<Key>,
     to: &Address,
     payload: R,
     timeout: Duration,
 ) -> RequestId {
     let due = core.due(timeout);
+    let locality = core.id();
     let here = to.is_of(&core.shared);
-    let server = if here {
-        Server::Here(to.key())
-    } else {
-        Server::Elsewhere(to.clone())
-    };
-    let routes = &core.routes;
-    let reply_address = || routes.address(reply_to).map(|a| a.address.clone());
-    let Some(payload) = core.payloads.take(payload, reply_to, reply_address, server) else {
-        return RequestId::NONE; // not reachable: the caller checked the address
-    };
     let Some(cell) = core.actors.get_mut(me) else {
         // Not reachable from a handler (its actor is live); refuse quietly.
         return RequestId::NONE;
+    };
+    let reply_to = reply_to.unwrap_or_else(|| cell.address.key());
+    let routes = &core.routes;
+    let reply_address = || routes.address(reply_to).map(|a| a.address.clone());
+    let Some(payload) = core
+        .payloads
+        .take(payload, reply_to, reply_address, to, here)
+    else {
+        return RequestId::NONE; // not reachable: the caller checked the address
     };
     // Here the payload is lent to the request; elsewhere it is shared.
     let pending = PendingRequest((!here).then(|| payload.clone() as Arc<dyn Pending>));
     let head = &mut cell.rare().requests_head;
     let key = core.requests.start(due, me, head, pending);
-    let id = RequestId {
-        locality: core.id(),
-        key,
-    };
+    let id = RequestId { locality, key };
     if here {
         core.enqueue(RequestEnvelope {
             dest: to.key(),
             sender: me,
-            id,
+            key,
             payload,
         });
     } else {
@@ -175,20 +185,23 @@ fn reply_here<R: Request>(
     // request now, it is back there before the reply is delivered). A late
     // reply is only counted, so it needs none, except to be shown by
     // inspection: with inspection on, the reply carries it.
-    let held = id.locality == core.id() && core.inspect.level == 0;
-    let payload = if held {
-        None
+    let dest = request.payload.reply_to.key();
+    if id.locality == core.id() && core.inspect.level == 0 {
+        core.enqueue(ReplyEnvelope::<R> {
+            dest,
+            sender: me,
+            key: id.key,
+            result,
+        });
     } else {
-        Some(request.payload.clone())
-    };
-    core.enqueue(ReplyEnvelope {
-        dest: request.payload.reply_to.key(),
-        sender: me,
-        id,
-        payload,
-        result,
-        settled: false,
-    });
+        core.enqueue(CarriedReplyEnvelope {
+            dest,
+            sender: me,
+            key: id.key,
+            payload: request.payload.clone(),
+            result,
+        });
+    }
 }
 
 /// A reply to a forwarded request (its watcher is told), or to a
@@ -208,13 +221,12 @@ fn reply_slow<R: Request>(
     if to.is_of(&core.shared) {
         return reply_here(core, me, request, result);
     }
-    let envelope = ReplyEnvelope {
+    let envelope = CarriedReplyEnvelope {
         dest: to.key(),
         sender: Key::NONE,
-        id: request.id,
-        payload: Some(request.payload.clone()),
+        key: request.id.key,
+        payload: request.payload.clone(),
         result,
-        settled: false,
     };
     if !core.post_reply(to, Box::new(envelope)) {
         core.stats.dropped_closed += 1;
@@ -254,10 +266,13 @@ pub(crate) fn requester_gone(core: &mut Core, head: Key) {
 /// list): its requester and what it keeps.
 #[inline(always)]
 fn remove(core: &mut Core, key: Key) -> Option<(Key, PendingRequest)> {
-    let owner = core.requests.owner(key)?;
-    let mut detached = Key::NONE;
-    let head = head_of!(core.actors, owner, requests_head, detached);
-    core.requests.cancel(key, head).map(|e| (owner, e.action))
+    let entry = core.requests.take(key)?;
+    if let Some(head) = core.requests.detach(&entry) {
+        let mut detached = Key::NONE;
+        let field: fn(&mut Rare) -> &mut Key = |r| &mut r.requests_head;
+        *head_of(&mut core.actors, entry.owner, field, &mut detached) = head;
+    }
+    Some((entry.owner, entry.action))
 }
 
 fn settle<R: Request>(
@@ -309,13 +324,11 @@ fn settle<R: Request>(
         Some(server) => server.to_string(),
         None => format!("{}/? (gone)", core.name()),
     }));
-    core.enqueue(ReplyEnvelope {
+    core.enqueue(SettledEnvelope {
         dest: reply_key,
-        sender: Key::FRAMEWORK,
         id,
-        payload: Some(request),
+        request,
         result,
-        settled: true,
     });
 }
 
@@ -326,7 +339,8 @@ fn settle<R: Request>(
 struct RequestEnvelope<R: Request> {
     dest: Key,
     sender: Key,
-    id: RequestId,
+    /// The request's key (its id names this locality).
+    key: Key,
     payload: Arc<Payload<R>>,
 }
 
@@ -336,9 +350,13 @@ impl<R: Request> Envelope<Core> for RequestEnvelope<R> {
         let RequestEnvelope {
             dest,
             sender,
-            id,
+            key,
             payload,
         } = self;
+        let id = RequestId {
+            locality: core.id(),
+            key,
+        };
         let request = RequestMsg {
             id,
             payload,
@@ -387,17 +405,15 @@ fn ended_while_lent<R: Request>(core: &mut Core, key: Key, payload: Arc<Payload<
     }
 }
 
-/// A response on its way to the requester's reply address.
+/// A reply on its way to a requester of the server's locality, which
+/// holds the request's payload (the response takes it from there).
 struct ReplyEnvelope<R: Request> {
     dest: Key,
     sender: Key,
-    id: RequestId,
-    /// The request's payload; `None` when the pending request holds it
-    /// (a reply from this locality).
-    payload: Option<Arc<Payload<R>>>,
+    /// The request's key in its requester's locality (where a reply is
+    /// always delivered: its id names that locality).
+    key: Key,
     result: Result<R::Response, Error>,
-    /// `true` when the framework made it (timeout, cancel): the request is settled already.
-    settled: bool,
 }
 
 impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
@@ -405,45 +421,118 @@ impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
         let ReplyEnvelope {
             dest,
             sender,
-            id,
+            key,
+            result,
+        } = self;
+        deliver_reply::<R>(core, dest, sender, key, None, result);
+    }
+}
+
+/// A reply that carries the request's payload: from another locality (or
+/// with inspection on, to show the request if the reply comes late).
+struct CarriedReplyEnvelope<R: Request> {
+    dest: Key,
+    sender: Key,
+    key: Key,
+    payload: Arc<Payload<R>>,
+    result: Result<R::Response, Error>,
+}
+
+impl<R: Request> Envelope<Core> for CarriedReplyEnvelope<R> {
+    fn deliver(self, core: &mut Core) {
+        let CarriedReplyEnvelope {
+            dest,
+            sender,
+            key,
             payload,
             result,
-            settled,
         } = self;
-        let request = if settled {
-            payload
-        } else {
-            let pending = (id.locality == core.id())
-                .then(|| remove(core, id.key))
-                .flatten();
-            let Some((_, pending)) = pending else {
-                return late_reply(core, dest, sender, id, payload, result);
-            };
-            match (payload, pending.0) {
-                (Some(payload), _) => Some(payload),
-                (None, held) => {
-                    held.and_then(|p| (p as Arc<dyn Any + Send + Sync>).downcast().ok())
-                }
-            }
-        };
-        let Some(request) = request else {
-            // Not reachable: a payload is lent only while its request is
-            // queued to the server or handled there, and any reply made by
-            // then is delivered after the payload is back.
-            debug_assert!(false, "a reply found its request's payload lent");
-            return;
-        };
-        let response = Response {
+        deliver_reply(core, dest, sender, key, Some(payload), result);
+    }
+}
+
+impl<R: Request> Remote for CarriedReplyEnvelope<R> {
+    fn localize(self: Box<Self>, core: &mut Core) {
+        core.enqueue(*self);
+    }
+}
+
+/// Delivers a reply to request `key` (whose payload it carries, or the
+/// pending request holds), or drops it if the request was settled.
+#[inline(always)]
+fn deliver_reply<R: Request>(
+    core: &mut Core,
+    dest: Key,
+    sender: Key,
+    key: Key,
+    payload: Option<Arc<Payload<R>>>,
+    result: Result<R::Response, Error>,
+) {
+    let id = RequestId {
+        locality: core.id(),
+        key,
+    };
+    let Some((_, pending)) = remove(core, key) else {
+        return late_reply(core, dest, sender, id, payload, result);
+    };
+    let request = match (payload, pending.0) {
+        (Some(payload), _) => Some(payload),
+        (None, held) => held.and_then(|p| (p as Arc<dyn Any + Send + Sync>).downcast().ok()),
+    };
+    let Some(request) = request else {
+        // Not reachable: a payload is lent only while its request is
+        // queued to the server or handled there, and any reply made by
+        // then is delivered after the payload is back.
+        debug_assert!(false, "a reply found its request's payload lent");
+        return;
+    };
+    respond(core, dest, sender, id, request, result);
+}
+
+/// The response of a request the framework settled (timeout, cancel).
+struct SettledEnvelope<R: Request> {
+    dest: Key,
+    id: RequestId,
+    request: Arc<Payload<R>>,
+    result: Result<R::Response, Error>,
+}
+
+impl<R: Request> Envelope<Core> for SettledEnvelope<R> {
+    fn deliver(self, core: &mut Core) {
+        let SettledEnvelope {
+            dest,
             id,
             request,
             result,
-        };
-        crate::subscription::route(core, dest, sender, &response);
-        match std::mem::replace(&mut core.next, Next::Done) {
-            // Forwarded: moved on as a user message.
-            Next::Forward(to, by) => core.send(&to, by, response),
-            _ => core.payloads.give(response.request),
-        }
+        } = self;
+        respond(core, dest, Key::FRAMEWORK, id, request, result);
+    }
+}
+
+/// Delivers a response; its payload's allocation is kept for the next
+/// request unless a handler forwarded it.
+#[inline(always)]
+fn respond<R: Request>(
+    core: &mut Core,
+    dest: Key,
+    sender: Key,
+    id: RequestId,
+    request: Arc<Payload<R>>,
+    result: Result<R::Response, Error>,
+) {
+    let response = Response {
+        id,
+        request,
+        result,
+    };
+    crate::subscription::route(core, dest, sender, &response);
+    if matches!(core.next, Next::Done) {
+        return core.payloads.give(response.request);
+    }
+    match std::mem::replace(&mut core.next, Next::Done) {
+        // Forwarded: moved on as a user message.
+        Next::Forward(to, by) => core.send(&to, by, response),
+        _ => core.payloads.give(response.request),
     }
 }
 
@@ -467,11 +556,5 @@ fn late_reply<R: Request>(
             result,
         };
         crate::inspect::late_reply::<Response<R>>(core, dest, sender, &response);
-    }
-}
-
-impl<R: Request> Remote for ReplyEnvelope<R> {
-    fn localize(self: Box<Self>, core: &mut Core) {
-        core.enqueue(*self);
     }
 }

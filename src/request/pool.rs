@@ -2,7 +2,7 @@
 //! requests settled while their payload was lent to the server.
 
 use super::Payload;
-use super::flow::{Outcome, Server};
+use super::flow::{Outcome, Pending, Server};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::request::Request;
@@ -17,6 +17,11 @@ pub(crate) struct Payloads {
     /// used last first: a program has a few request types, and a stream of
     /// requests mostly uses one (a short scan, cheaper than hashing).
     by_type: Vec<(TypeId, Box<dyn Any>)>,
+    /// The spare given back last, with its type, if the next request takes
+    /// it: a stream of requests of one type reuses two allocations by
+    /// turns, and finds the one it takes here, given back without a lookup
+    /// by type (the others go to `by_type`).
+    last: Option<(TypeId, Arc<dyn Pending>)>,
     /// Requests to a server of this locality that ended (timeout, cancel,
     /// requester gone: key, requester, how) while their `RequestMsg` was
     /// queued or being handled: the payload was lent to it, so they are
@@ -29,19 +34,25 @@ const SPARE: usize = 32;
 
 impl Payloads {
     /// A payload holding `value`, replies going to `reply_to` (a key of
-    /// this locality, whose address `reply_address` gives): a spare
-    /// allocation if there is one (its reply address is kept when it is the
-    /// same, the common case: no lookup, no `Address` clone). `None` if the
-    /// reply address is gone.
-    #[inline]
+    /// this locality, whose address `reply_address` gives), the request
+    /// going to `to` (`here`: an address of this locality): a spare
+    /// allocation if there is one (its reply address and server are kept
+    /// when they are the same, the common case: no lookup, no `Address`
+    /// clone, no store). `None` if the reply address is gone.
+    #[inline(always)]
     pub(super) fn take<R: Request>(
         &mut self,
         value: R,
         reply_to: Key,
         reply_address: impl FnOnce() -> Option<Address>,
-        server: Server,
+        to: &Address,
+        here: bool,
     ) -> Option<Arc<Payload<R>>> {
-        let spare = self.spares_of::<R>().and_then(Vec::pop);
+        let id = TypeId::of::<R>();
+        let spare = match self.last.take_if(|(t, _)| *t == id) {
+            Some((_, spare)) => (spare as Arc<dyn Any + Send + Sync>).downcast().ok(),
+            None => self.spares_of::<R>().and_then(Vec::pop),
+        };
         // A spare of a type without drop glue may still be held by a kept
         // `RequestMsg` (see `give`): then it is left to that one.
         if let Some(mut arc) = spare
@@ -53,13 +64,19 @@ impl Payloads {
                 payload.reply_to = reply_address()?;
             }
             payload.value = Some(value);
-            payload.server = server;
+            // Written in place, and only if it changed (a whole `Server`
+            // made on the stack and copied in was stored in parts and read
+            // back whole: a stall).
+            match &mut payload.server {
+                Server::Here(key) if here => *key = to.key(),
+                server => *server = Server::of(to, here),
+            }
             return Some(arc);
         }
         Some(Arc::new(Payload {
             value: Some(value),
             reply_to: reply_address()?,
-            server,
+            server: Server::of(to, here),
         }))
     }
 
@@ -70,7 +87,7 @@ impl Payloads {
     /// later changes nothing, so the allocation goes to the spares
     /// unchecked, and `take` checks it once (one atomic operation per
     /// request instead of two).
-    #[inline]
+    #[inline(always)]
     pub(super) fn give<R: Request>(&mut self, mut payload: Arc<Payload<R>>) {
         let keeps_nothing =
             !std::mem::needs_drop::<R>() && matches!(payload.server, Server::Here(_));
@@ -83,15 +100,25 @@ impl Payloads {
                 unique.server = Server::Here(Key::NONE); // no address kept alive by a spare
             }
         }
-        if self.spares_of::<R>().is_none() {
-            let spares: Vec<Arc<Payload<R>>> = Vec::new();
-            self.by_type.push((TypeId::of::<R>(), Box::new(spares)));
+        if self.last.is_none() {
+            self.last = Some((TypeId::of::<R>(), payload));
+            return;
         }
-        if let Some(spares) = self.spares_of::<R>()
-            && spares.len() < SPARE
-        {
-            spares.push(payload);
+        match self.spares_of::<R>() {
+            Some(spares) if spares.len() < SPARE => spares.push(payload),
+            Some(_) => {}
+            None => self.first_spare(payload),
         }
+    }
+
+    /// The first spare of payload type `R`: its list is made.
+    #[cold]
+    #[inline(never)]
+    fn first_spare<R: Request>(&mut self, payload: Arc<Payload<R>>) {
+        let spares: Vec<Arc<Payload<R>>> = vec![payload];
+        self.by_type.push((TypeId::of::<R>(), Box::new(spares)));
+        let last = self.by_type.len() - 1;
+        self.by_type.swap(0, last);
     }
 
     /// The spares of payload type `R`, moved to the front if found further
@@ -132,9 +159,12 @@ impl Payloads {
     /// Spare allocations of payload type `R` (for tests).
     #[cfg(test)]
     pub(crate) fn spares<R: Request>(&self) -> usize {
-        self.by_type
+        let id = TypeId::of::<R>();
+        let last = usize::from(self.last.as_ref().is_some_and(|(t, _)| *t == id));
+        last + self
+            .by_type
             .iter()
-            .find(|(t, _)| *t == TypeId::of::<R>())
+            .find(|(t, _)| *t == id)
             .and_then(|(_, pool)| pool.downcast_ref::<Vec<Arc<Payload<R>>>>())
             .map_or(0, Vec::len)
     }

@@ -42,13 +42,21 @@ impl Set {
     fn fired_before(&mut self, now: Instant, round: u64) -> Vec<Key> {
         let mut out = Vec::new();
         while let Some((k, e)) = self.t.pop_due(now, round) {
-            self.t.detach(&e, &mut self.head);
+            if let Some(head) = self.t.detach(&e) {
+                self.head = head;
+            }
             out.push(k);
         }
         out
     }
     fn cancel(&mut self, key: Key) -> bool {
-        self.t.cancel(key, &mut self.head).is_some()
+        match self.t.cancel(key) {
+            Some((_, moved)) => {
+                self.head = moved.unwrap_or(self.head);
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -66,7 +74,12 @@ fn fire_in_deadline_order_ties_in_start_order() {
     assert_eq!(s.fired(ms(20)), vec![keys[4], keys[1], keys[3], keys[2]]);
     assert_eq!(s.fired(ms(100)), vec![keys[0]]);
     assert_eq!(s.t.len(), 0);
-    assert!(s.head.is_none());
+    // The owner's list is empty (its head, kept as it was, names no
+    // pending timer), and goes on from there.
+    assert!(s.t.cancel_all(s.head).is_empty());
+    let next = s.start(t0, 100, 10);
+    assert_eq!(s.t.cancel_all(s.head).len(), 1);
+    assert!(s.t.owner(next).is_none());
 }
 
 #[test]
