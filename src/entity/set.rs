@@ -498,15 +498,20 @@ where
             return ctx.fail(error);
         }
         make_supervisor(ctx.core, ctx.me);
-        // The core bumps the version when an entity leaves OPERATIONAL.
+        // The locality's version: the core bumps it when an entity leaves
+        // OPERATIONAL. The set is registered there for its refs' messages.
+        let version = Rc::clone(&ctx.core.entities.version);
         if let Some(sup) = ctx
             .core
             .actors
             .get_mut(ctx.me)
             .and_then(|c| c.supervisor.as_deref_mut())
         {
-            sup.leaving = Some(Rc::clone(&self.shared.version));
+            sup.leaving = Some(Rc::clone(&version));
         }
+        *self.shared.version.borrow_mut() = version;
+        let shared: Rc<dyn std::any::Any> = self.shared.clone();
+        self.shared.id.set(ctx.core.entities.register(shared));
         self.ordered = self.idle.is_some() || self.max_live.is_some();
         self.granularity = self.idle.map_or(Duration::ZERO, |idle| idle / 64);
         ctx.subscribe(Self::on_child_event);
@@ -527,6 +532,10 @@ where
         self.shared.open.set(false);
         self.shared.direct.set(false);
         self.shared.invalidate();
+        let id = self.shared.id.replace(u32::MAX);
+        if id != u32::MAX {
+            super::local::unregister_later(ctx.core, id);
+        }
         if let Some(timer) = self.idle_timer.take() {
             ctx.cancel_timer(timer);
         }

@@ -1,0 +1,54 @@
+//! What a locality keeps for its entity sets ([`Local`], a field of the
+//! core): the version their entity refs check, and the sets by a small id,
+//! so that an entity ref's message carries neither the set nor a count of
+//! it, only the id, and finds the set again if its cache turned out stale.
+
+use crate::locality::Core;
+use crate::queue::Envelope;
+use slab::Slab;
+use std::any::Any;
+use std::cell::Cell;
+use std::rc::Rc;
+
+/// The entity sets of one locality.
+#[derive(Default)]
+pub(crate) struct Local {
+    /// Moves whenever an entity of any set here may stop being live (the
+    /// sets bump it, and the core when an entity leaves OPERATIONAL,
+    /// `watch::leaving`) and when a set closes: what an
+    /// [`EntityRef`](super::EntityRef) saw live at this version is still
+    /// live, with the same instance, while it has not moved. One per
+    /// locality, shared by its sets, so that a send and a delivery read it
+    /// from the core, not from the set.
+    pub(crate) version: Rc<Cell<u64>>,
+    /// The open sets' shared states (`Rc<router::Shared<K>>`), by id.
+    sets: Slab<Rc<dyn Any>>,
+}
+
+impl Local {
+    /// Registers a set's shared state: its id.
+    pub(super) fn register(&mut self, shared: Rc<dyn Any>) -> u32 {
+        u32::try_from(self.sets.insert(shared)).unwrap_or(u32::MAX)
+    }
+
+    /// The shared state of set `id`, if it is registered and of type `T`.
+    pub(super) fn get<T: 'static>(&self, id: u32) -> Option<Rc<T>> {
+        let shared = Rc::clone(self.sets.get(id as usize)?);
+        shared.downcast::<T>().ok()
+    }
+}
+
+/// Unregisters set `id` once every message queued before now has been
+/// delivered: queued, so that an entity ref's message sent before the set
+/// closed still finds it (none is sent after: a closed set refuses).
+pub(super) fn unregister_later(core: &mut Core, id: u32) {
+    core.enqueue(Unregister(id));
+}
+
+struct Unregister(u32);
+
+impl Envelope<Core> for Unregister {
+    fn deliver(self, core: &mut Core) {
+        core.entities.sets.try_remove(self.0 as usize);
+    }
+}
