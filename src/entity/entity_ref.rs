@@ -4,7 +4,8 @@
 //!
 //! The handle keeps, beside the key, what the set's hash table said of the
 //! entity when it was last read: the live instance's address key, the
-//! locality's *version* then, and the set's id there (`Local`). The
+//! locality's *version* then (unique to the locality), and the set's id
+//! there (`Local`). The
 //! version moves whenever an entity of a set of that locality stops being
 //! live (passivated, leaving on its own, gone) and when a set closes: the
 //! sets bump it, and the core, synchronously, whenever an entity's actor
@@ -40,8 +41,8 @@ use std::rc::Rc;
 #[derive(Clone, Copy)]
 struct Cached {
     dest: Key,
+    /// Unique to the locality too (`Local::version`).
     version: u64,
-    locality: u32,
     /// The set's id in its locality (`Local`).
     set: u32,
     /// The entity's index in the set's table, to stamp its use on a send
@@ -57,7 +58,6 @@ impl Cached {
     const NONE: Cached = Cached {
         dest: Key::NONE,
         version: u64::MAX,
-        locality: u32::MAX,
         set: u32::MAX,
         stamp: NO_STAMP,
     };
@@ -135,11 +135,12 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
         ctx: &mut Context<'_, A>,
         message: M,
     ) -> Result<()> {
-        // A live instance cached at the locality's version, on this
-        // locality: the set is open (closing moves the version).
+        // A live instance cached at the locality's version (which no
+        // other locality of the thread ever holds): the set is open
+        // (closing moves the version), and this is its locality.
         let cached = self.cached.get();
         let core = &*ctx.core;
-        if cached.version != core.entities.version.get() || cached.locality != core.id() {
+        if cached.version != core.entities.version.get() {
             return self.send_stale(ctx, message);
         }
         if cached.stamp != NO_STAMP {
@@ -222,7 +223,6 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
                 Cached {
                     dest: live.dest,
                     version,
-                    locality: core.id(),
                     set: shared.id.get(),
                     stamp: stamp(idx),
                 }
@@ -237,7 +237,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
 /// An entity ref's message in the queue (queued only when the cache says
 /// live; a router's message otherwise): where the live instance was at
 /// the send, at which version of the locality (its low 32 bits: a message
-/// would have to wait behind 2^32 entities leaving to be fooled), and, for
+/// would have to wait behind 2^32 entities leaving on its thread's
+/// localities to be fooled), and, for
 /// the case the version moved meanwhile, the key and the set's id. As
 /// small as a direct send's envelope but for these two words (with a key
 /// of one word).

@@ -11,7 +11,6 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 /// The entity sets of one locality.
-#[derive(Default)]
 pub(crate) struct Local {
     /// Moves whenever an entity of any set here may stop being live (the
     /// sets bump it, and the core when an entity leaves OPERATIONAL,
@@ -19,10 +18,42 @@ pub(crate) struct Local {
     /// [`EntityRef`](super::EntityRef) saw live at this version is still
     /// live, with the same instance, while it has not moved. One per
     /// locality, shared by its sets, so that a send and a delivery read it
-    /// from the core, not from the set.
+    /// from the core, not from the set. Its values come from a counter of
+    /// the thread ([`bump`]): no two localities of a thread ever hold the
+    /// same one, so a ref's cached version names its locality too, and a
+    /// send checks both with one compare (a ref is not `Send`).
     pub(crate) version: Rc<Cell<u64>>,
     /// The open sets' shared states (`Rc<router::Shared<K>>`), by id.
     sets: Slab<Rc<dyn Any>>,
+}
+
+impl Default for Local {
+    fn default() -> Self {
+        Local {
+            version: Rc::new(Cell::new(next_version())),
+            sets: Slab::new(),
+        }
+    }
+}
+
+thread_local! {
+    /// The last version handed out on this thread.
+    static VERSIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A version never handed out before on this thread.
+fn next_version() -> u64 {
+    VERSIONS.with(|last| {
+        let next = last.get().wrapping_add(1);
+        last.set(next);
+        next
+    })
+}
+
+/// Moves a locality's version (`Local::version`, as a set or the core
+/// holds it) to a value never used before on this thread.
+pub(crate) fn bump(version: &Cell<u64>) {
+    version.set(next_version());
 }
 
 impl Local {

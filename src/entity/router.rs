@@ -79,8 +79,7 @@ impl<K> Shared<K> {
 
     /// What an entity ref may have cached is stale now.
     pub(super) fn invalidate(&self) {
-        let version = self.version.borrow();
-        version.set(version.get().wrapping_add(1));
+        super::local::bump(&self.version.borrow());
     }
 
     /// Stamps the entity at table index `idx` as used at `now`, if the

@@ -71,7 +71,7 @@ pub(crate) fn leaving(core: &Core, me: Key) {
         .and_then(|c| c.supervisor.as_deref())
         .and_then(|s| s.leaving.as_ref())
     {
-        count.set(count.get().wrapping_add(1));
+        super::local::bump(count);
     }
 }
 
