@@ -152,13 +152,12 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
 
     /// A send from `sender` to the instance `cached` names, as queued.
     #[inline]
-    fn to_entity<M>(&self, cached: Cached, sender: Key, message: M) -> ToEntity<K, M> {
+    fn to_entity<M>(&self, cached: Cached, sender: Key, message: M) -> ToEntity<M> {
         ToEntity {
             dest: cached.dest,
             sender,
             version: cached.version as u32,
             set: cached.set,
-            key: self.key.clone(),
             message,
         }
     }
@@ -238,20 +237,17 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
 /// live; a router's message otherwise): where the live instance was at
 /// the send, at which version of the locality (its low 32 bits: a message
 /// would have to wait behind 2^32 entities leaving on its thread's
-/// localities to be fooled), and, for
-/// the case the version moved meanwhile, the key and the set's id. As
-/// small as a direct send's envelope but for these two words (with a key
-/// of one word).
-struct ToEntity<K, M> {
+/// localities to be fooled), and, for the case the version moved
+/// meanwhile, the set's id. A word more than a direct send's envelope.
+struct ToEntity<M> {
     dest: Key,
     sender: Key,
     version: u32,
     set: u32,
-    key: K,
     message: M,
 }
 
-impl<K: Eq + Hash + Send + 'static, M: Send + 'static> Envelope<Core> for ToEntity<K, M> {
+impl<M: Send + 'static> Envelope<Core> for ToEntity<M> {
     #[inline]
     fn deliver(self, core: &mut Core) {
         if self.version == core.entities.version.get() as u32 {
@@ -261,22 +257,41 @@ impl<K: Eq + Hash + Send + 'static, M: Send + 'static> Envelope<Core> for ToEnti
     }
 }
 
-/// The cache was stale at delivery: the set is found by its id, and the
-/// message delivered as a router's message. (The set stays registered
-/// until what was queued before it closed is delivered: it is always
-/// found.)
+/// The cache was stale at delivery: the message goes to the set (found by
+/// its id: it stays registered until what was queued before it closed is
+/// delivered) for the instance it was sent to, which the set knows until
+/// that instance is down (after this message: it was live at the send).
+/// The set delivers it as a `Keyed` for that instance's key: straight to
+/// the live entity, or held for the next instance.
 #[cold]
 #[inline(never)]
-fn stale<K: Eq + Hash + Send + 'static, M: Send + 'static>(to: ToEntity<K, M>, core: &mut Core) {
-    let Some(shared) = core.entities.get::<Shared<K>>(to.set) else {
+fn stale<M: Send + 'static>(to: ToEntity<M>, core: &mut Core) {
+    let Some(set) = core.entities.set(to.set) else {
         tracing::warn!("an entity ref's message for a set that is gone, dropped");
         return;
     };
-    let routed = Routed {
-        shared,
-        key: to.key,
-        sender: to.sender,
-        message: to.message,
+    let message = ForInstance {
+        dest: to.dest,
+        message: Cell::new(Some(to.message)),
     };
-    routed.deliver(core);
+    deliver_to(core, set, to.sender, message);
+}
+
+/// An entity ref's message whose cache was stale at delivery, given to its
+/// set for the instance it was sent to (the set takes the message out).
+pub(super) struct ForInstance<M> {
+    dest: Key,
+    message: Cell<Option<M>>,
+}
+
+impl<M> ForInstance<M> {
+    /// The instance's address key.
+    pub(super) fn dest(&self) -> Key {
+        self.dest
+    }
+
+    /// Takes the message out (`None` once taken).
+    pub(super) fn take(&self) -> Option<M> {
+        self.message.take()
+    }
 }

@@ -1,12 +1,13 @@
 //! What a locality keeps for its entity sets ([`Local`], a field of the
-//! core): the version their entity refs check, and the sets by a small id,
-//! so that an entity ref's message carries neither the set nor a count of
-//! it, only the id, and finds the set again if its cache turned out stale.
+//! core): the version their entity refs check, and the sets' addresses by
+//! a small id, so that an entity ref's message carries neither the set nor
+//! a count of it, only the id, and finds the set again if its cache turned
+//! out stale.
 
+use crate::arena::Key;
 use crate::locality::Core;
 use crate::queue::Envelope;
 use slab::Slab;
-use std::any::Any;
 use std::cell::Cell;
 use std::rc::Rc;
 
@@ -23,8 +24,8 @@ pub(crate) struct Local {
     /// same one, so a ref's cached version names its locality too, and a
     /// send checks both with one compare (a ref is not `Send`).
     pub(crate) version: Rc<Cell<u64>>,
-    /// The open sets' shared states (`Rc<router::Shared<K>>`), by id.
-    sets: Slab<Rc<dyn Any>>,
+    /// The open sets' address keys, by id.
+    sets: Slab<Key>,
 }
 
 impl Default for Local {
@@ -57,15 +58,14 @@ pub(crate) fn bump(version: &Cell<u64>) {
 }
 
 impl Local {
-    /// Registers a set's shared state: its id.
-    pub(super) fn register(&mut self, shared: Rc<dyn Any>) -> u32 {
-        u32::try_from(self.sets.insert(shared)).unwrap_or(u32::MAX)
+    /// Registers a set (its address key): its id.
+    pub(super) fn register(&mut self, set: Key) -> u32 {
+        u32::try_from(self.sets.insert(set)).unwrap_or(u32::MAX)
     }
 
-    /// The shared state of set `id`, if it is registered and of type `T`.
-    pub(super) fn get<T: 'static>(&self, id: u32) -> Option<Rc<T>> {
-        let shared = Rc::clone(self.sets.get(id as usize)?);
-        shared.downcast::<T>().ok()
+    /// The address key of set `id`, if it is registered.
+    pub(super) fn set(&self, id: u32) -> Option<Key> {
+        self.sets.get(id as usize).copied()
     }
 }
 
