@@ -129,7 +129,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
     /// [`ErrorCode::Unavailable`] if the set has not started its init yet
     /// or is shutting down (or gone); [`ErrorCode::InvalidArgument`] from
     /// an actor of another locality.
-    #[inline]
+    #[inline(always)]
     pub fn send<A: Actor, M: Send + 'static>(
         &self,
         ctx: &mut Context<'_, A>,
@@ -151,7 +151,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
     }
 
     /// A send from `sender` to the instance `cached` names, as queued.
-    #[inline]
+    #[inline(always)]
     fn to_entity<M>(&self, cached: Cached, sender: Key, message: M) -> ToEntity<M> {
         ToEntity {
             dest: cached.dest,
