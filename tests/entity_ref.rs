@@ -212,18 +212,22 @@ struct Then(u32);
 
 impl commutator::Actor for Relay {
     fn init_start(&mut self, ctx: &mut commutator::Context<'_, Self>) {
-        ctx.subscribe(|me: &mut Self, _: &Go, ctx: &mut commutator::Context<'_, Self>| {
-            me.0.send(ctx, Leave).unwrap();
-            let me = ctx.address().clone();
-            ctx.send(&me, Then(1));
-        });
-        ctx.subscribe(|me: &mut Self, t: &Then, ctx: &mut commutator::Context<'_, Self>| {
-            if t.0 == 0 {
-                return me.0.send(ctx, Reading(2)).unwrap();
-            }
-            let me = ctx.address().clone();
-            ctx.send(&me, Then(t.0 - 1));
-        });
+        ctx.subscribe(
+            |me: &mut Self, _: &Go, ctx: &mut commutator::Context<'_, Self>| {
+                me.0.send(ctx, Leave).unwrap();
+                let me = ctx.address().clone();
+                ctx.send(&me, Then(1));
+            },
+        );
+        ctx.subscribe(
+            |me: &mut Self, t: &Then, ctx: &mut commutator::Context<'_, Self>| {
+                if t.0 == 0 {
+                    return me.0.send(ctx, Reading(2)).unwrap();
+                }
+                let me = ctx.address().clone();
+                ctx.send(&me, Then(t.0 - 1));
+            },
+        );
     }
 }
 
