@@ -71,15 +71,12 @@ impl Cached {
 /// never given to a leaving instance, never lost through passivation,
 /// per-sender FIFO with `Keyed` sends and [`EntityRouter`](crate::EntityRouter)
 /// sends), but a message for a live entity goes to it as a direct send
-/// does: the handle caches where the live instance is, and the set tells
-/// it (by a version it bumps whenever an entity stops being live) when
-/// that may have changed; the next send then looks the key up again. It
-/// keeps nothing in the set: a passivated entity still keeps 0 bytes
-/// there, whoever holds handles for it.
-///
-/// A send clones the key (for the case the cache turns out stale at
-/// delivery): with keys that are costly to clone, prefer `Rc<str>` to
-/// `String`.
+/// does: the handle caches where the live instance is, and the locality
+/// tells it (by a version that moves whenever an entity there stops being
+/// live) when that may have changed; the next send then looks the key up
+/// again. A send does not clone the key. It keeps nothing in the set: a
+/// passivated entity still keeps 0 bytes there, whoever holds handles for
+/// it.
 ///
 /// Take it with [`EntityRouter::entity`](crate::EntityRouter::entity) or
 /// [`EntitySet::entity`](crate::EntitySet::entity); a clone copies the

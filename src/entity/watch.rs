@@ -10,7 +10,7 @@
 //! child's `Start`), so when the supervisor hears `Started`, the child has run
 //! its `on_start`. [`leaving`] is synchronous: the core calls it when an
 //! actor leaves OPERATIONAL, and a supervisor that keeps a counter for it
-//! (an entity set's version) sees it move at once.
+//! (an entity set: its locality's version) sees it move at once.
 
 use crate::actor::{ActorCell, Parent};
 use crate::address::Address;
