@@ -78,6 +78,11 @@ impl Cached {
 /// passivated entity still keeps 0 bytes there, whoever holds handles for
 /// it.
 ///
+/// Send the message types the set routes ([`EntitySet::route`](crate::EntitySet::route)):
+/// one of another type reaches a live entity while the handle's cache is
+/// fresh, and is dropped (a dead letter) when the set has to take it, as
+/// a router's or a `Keyed` send of it is.
+///
 /// Take it with [`EntityRouter::entity`](crate::EntityRouter::entity) or
 /// [`EntitySet::entity`](crate::EntitySet::entity); a clone copies the
 /// cache. It is not `Send`.
@@ -133,7 +138,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
         message: M,
     ) -> Result<()> {
         // A live instance cached at the locality's version (which no
-        // other locality of the thread ever holds): the set is open
+        // other locality ever holds): the set is open
         // (closing moves the version), and this is its locality.
         let cached = self.cached.get();
         let core = &*ctx.core;
@@ -233,8 +238,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
 /// An entity ref's message in the queue (queued only when the cache says
 /// live; a router's message otherwise): where the live instance was at
 /// the send, at which version of the locality (its low 32 bits: a message
-/// would have to wait behind 2^32 entities leaving on its thread's
-/// localities to be fooled), and, for the case the version moved
+/// would have to wait behind 2^32 entities leaving on its locality to be
+/// fooled), and, for the case the version moved
 /// meanwhile, the set's id. A word more than a direct send's envelope.
 struct ToEntity<M> {
     dest: Key,

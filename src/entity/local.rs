@@ -10,6 +10,7 @@ use crate::queue::Envelope;
 use slab::Slab;
 use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The entity sets of one locality.
 pub(crate) struct Local {
@@ -19,10 +20,9 @@ pub(crate) struct Local {
     /// [`EntityRef`](super::EntityRef) saw live at this version is still
     /// live, with the same instance, while it has not moved. One per
     /// locality, shared by its sets, so that a send and a delivery read it
-    /// from the core, not from the set. Its values come from a counter of
-    /// the thread ([`bump`]): no two localities of a thread ever hold the
-    /// same one, so a ref's cached version names its locality too, and a
-    /// send checks both with one compare (a ref is not `Send`).
+    /// from the core, not from the set. No two localities of the process
+    /// ever hold the same value ([`bump`]), so a ref's cached version names
+    /// its locality too, and a send checks both with one compare.
     pub(crate) version: Rc<Cell<u64>>,
     /// The open sets' address keys, by id.
     sets: Slab<Key>,
@@ -31,30 +31,29 @@ pub(crate) struct Local {
 impl Default for Local {
     fn default() -> Self {
         Local {
-            version: Rc::new(Cell::new(next_version())),
+            version: Rc::new(Cell::new(fresh_run())),
             sets: Slab::new(),
         }
     }
 }
 
-thread_local! {
-    /// The last version handed out on this thread.
-    static VERSIONS: Cell<u64> = const { Cell::new(0) };
-}
+/// The last run of versions handed out in the process.
+static RUNS: AtomicU64 = AtomicU64::new(0);
 
-/// A version never handed out before on this thread.
-fn next_version() -> u64 {
-    VERSIONS.with(|last| {
-        let next = last.get().wrapping_add(1);
-        last.set(next);
-        next
-    })
+/// The first version of a run no locality has had: a run (the high 32
+/// bits) per locality, and a new one when its count (the low 32 bits)
+/// wraps.
+fn fresh_run() -> u64 {
+    (RUNS.fetch_add(1, Ordering::Relaxed) + 1) << 32
 }
 
 /// Moves a locality's version (`Local::version`, as a set or the core
-/// holds it) to a value never used before on this thread.
+/// holds it) to a value no locality has had: its count goes up by one
+/// (the low 32 bits, which an entity ref's message carries), or, when it
+/// would wrap, a new run starts.
 pub(crate) fn bump(version: &Cell<u64>) {
-    version.set(next_version());
+    let next = version.get().wrapping_add(1);
+    version.set(if next as u32 == 0 { fresh_run() } else { next });
 }
 
 impl Local {
@@ -81,5 +80,25 @@ struct Unregister(u32);
 impl Envelope<Core> for Unregister {
     fn deliver(self, core: &mut Core) {
         core.entities.sets.try_remove(self.0 as usize);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_never_shared_between_localities_even_when_a_count_wraps() {
+        let (a, b) = (Local::default(), Local::default());
+        assert_ne!(a.version.get(), b.version.get());
+        bump(&a.version);
+        assert_eq!(a.version.get() as u32, 1, "the count moves by one");
+        a.version.set(a.version.get() | u64::from(u32::MAX));
+        let before = a.version.get();
+        bump(&a.version);
+        let after = a.version.get();
+        assert_eq!(after as u32, 0, "a wrapped count starts a new run");
+        assert_ne!(after >> 32, before >> 32);
+        assert_ne!(after >> 32, b.version.get() >> 32);
     }
 }
