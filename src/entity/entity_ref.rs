@@ -5,25 +5,25 @@
 //! The handle keeps, beside the key, what the set's hash table said of the
 //! entity when it was last read: the live instance's address key, the
 //! locality's *version* then (unique to the locality), and the set's id
-//! there (`Local`). The
-//! version moves whenever an entity of a set of that locality stops being
-//! live (passivated, leaving on its own, gone) and when a set closes: the
-//! sets bump it, and the core, synchronously, whenever an entity's actor
-//! leaves OPERATIONAL for whatever reason (its own shutdown, a failure:
-//! `entity::watch::leaving`), before the set hears of it. So while the
-//! version has not moved, an entity seen live (and operational) is still
-//! live, with the same instance, having got everything the set held for
-//! it, and operational. A send compares the cached version with the
-//! locality's (read from the core, as a direct send reads it), reads the
-//! hash table again if it moved, and queues what the cache says with the
-//! key: nothing of the set is read or counted. At delivery the message
-//! goes straight to the entity if the version is still the one the send
-//! saw: no hash, no read of the actor's state, nothing of the handle or
-//! the set; otherwise the set is found by its id, and the message is
-//! delivered as a router's message (the hash table decides: straight to a
-//! live entity, or to the set as a [`Keyed`](super::Keyed)). Every
-//! decision is taken at delivery, in queue order, on what the set knows
-//! then: per-sender FIFO holds across refs, routers and `Keyed` sends.
+//! there (`Local`). The version moves whenever an entity of a set of that
+//! locality stops being live (passivated, leaving on its own, gone) and
+//! when a set closes: the sets bump it, and the core, synchronously,
+//! whenever an entity's actor leaves OPERATIONAL for whatever reason (its
+//! own shutdown, a failure: `entity::watch::leaving`), before the set
+//! hears of it. So while the version has not moved, an entity seen live
+//! (and operational) is still live, with the same instance, having got
+//! everything the set held for it, and operational. A send compares the
+//! cached version with the locality's (read from the core), reads the hash
+//! table again if it moved, and queues what the cache says: a direct
+//! send's envelope and one word (the version's count, the set's id),
+//! nothing of the set counted, no key. At delivery the message goes
+//! straight to the entity if the version is still the one the send saw
+//! (from there, a direct send's delivery); otherwise the set is found by
+//! its id and given the message for the instance it names, and takes it
+//! as a [`Keyed`](super::Keyed) for that instance's key (straight to the
+//! live entity, or held for the next instance). Every decision is taken at
+//! delivery, in queue order, on what the set knows then: per-sender FIFO
+//! holds across refs, routers and `Keyed` sends.
 
 use super::router::{Routed, Shared, deliver_to, operational};
 use crate::actor::Actor;
