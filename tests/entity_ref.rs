@@ -202,3 +202,51 @@ fn an_entity_ref_refuses_before_its_set_starts_after_it_is_gone_and_on_another_l
     );
     assert!(!after.iter().any(|l| l.contains("got 3")), "{after:?}");
 }
+
+/// Sends `Leave` to its entity through its ref, then, two handlers later
+/// (once the entity's shutdown request is queued, before it is handled),
+/// a reading through the same ref.
+struct Relay(commutator::EntityRef<u32>);
+struct Go;
+struct Then(u32);
+
+impl commutator::Actor for Relay {
+    fn init_start(&mut self, ctx: &mut commutator::Context<'_, Self>) {
+        ctx.subscribe(
+            |me: &mut Self, _: &Go, ctx: &mut commutator::Context<'_, Self>| {
+                me.0.send(ctx, Leave).unwrap();
+                let me = ctx.address().clone();
+                ctx.send(&me, Then(1));
+            },
+        );
+        ctx.subscribe(
+            |me: &mut Self, t: &Then, ctx: &mut commutator::Context<'_, Self>| {
+                if t.0 == 0 {
+                    return me.0.send(ctx, Reading(2)).unwrap();
+                }
+                let me = ctx.address().clone();
+                ctx.send(&me, Then(t.0 - 1));
+            },
+        );
+    }
+}
+
+#[test]
+fn a_ref_message_queued_behind_its_entitys_own_shutdown_reaches_its_next_instance() {
+    let mut f = Fixture::new(None, |s| s);
+    f.send(3, &[(F, N(1))]);
+    assert_eq!(f.at(0), got(3, 1, [1]));
+    // The entity asks to shut down (its set queues its shutdown request);
+    // the reading is sent while it is still live and operational, queued
+    // behind that request: at delivery the entity has left OPERATIONAL,
+    // so the reading waits in the set for the next instance.
+    let relay = Relay(f.router.entity(3));
+    let root = f.root.clone();
+    let relay = f.l.spawn(&root, relay).name("relay").finish().unwrap();
+    f.l.send(&relay, Go).unwrap();
+    assert_eq!(f.at(1), Vec::<String>::new());
+    assert_eq!(f.stats.get().buffered, 1);
+    let mut want = vec!["devices/3 (1) shut down".to_string()];
+    want.extend(got(3, 2, [2]));
+    assert_eq!(f.at(20), want);
+}

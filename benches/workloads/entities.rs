@@ -12,7 +12,13 @@
 //!   `e2_ordered_routed`: as `e2_steady`, sent through an `EntityRouter`
 //!   (straight to the live entity, not through the set's handler). `e2_ref`
 //!   and `e2_ordered_ref`: as `e2_steady`, sent through an `EntityRef` per
-//!   key (no lookup of the key while the entity stays live). Whatever the counts are
+//!   key (no lookup of the key while the entity stays live; each ref sends
+//!   once before the clock starts, so that it has looked its key up, as a
+//!   direct send's `Address` is resolved before). `e2_instances` and
+//!   `e2_ordered_instances`: the same messages sent straight to the set's
+//!   own entities (their addresses collected as they start): what the
+//!   refs' sends would cost if they were plain sends to the same actors.
+//!   Whatever the counts are
 //!   divided by (`COMMUTATOR_BENCH_DIV` < 100: callgrind's runs), there are
 //!   100,000 entities: only the messages are fewer, so the difference of
 //!   two runs is the cost of a message among 100,000 entities.
@@ -29,7 +35,7 @@
 use super::{COUNTERS, Go, SCALE_DIV, done, n, new_system, timed};
 use commutator::prelude::*;
 use commutator::{EntityRef, EntityRouter, EntityStats, StatsHandle};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -58,10 +64,21 @@ struct Count {
     feeder: Rc<Cell<Option<Address>>>,
 }
 
+thread_local! {
+    /// The entities' addresses in the order they start (that of their
+    /// keys), while `e2_..._instances` collects them.
+    static INSTANCES: RefCell<Option<Vec<Address>>> = const { RefCell::new(None) };
+}
+
 struct Entity(Count);
 
 impl Actor for Entity {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        INSTANCES.with(|i| {
+            if let Some(instances) = i.borrow_mut().as_mut() {
+                instances.push(ctx.address().clone());
+            }
+        });
         ctx.subscribe(|me: &mut Self, _: &Hit, ctx: &mut Context<'_, Self>| {
             let hits = me.0.hits.get() + 1;
             me.0.hits.set(hits);
@@ -121,6 +138,9 @@ enum Via {
     Router,
     /// Through an `EntityRef` per key (made before the timed part).
     Ref,
+    /// Straight to the entities' addresses (the set's own instances:
+    /// what a ref's send would cost if it were a direct send).
+    Instances,
 }
 
 /// How the feeder sends, with the handles it needs.
@@ -128,6 +148,7 @@ enum Sends {
     Set,
     Router(EntityRouter<u64>),
     Refs(Vec<EntityRef<u64>>),
+    Instances(Vec<Address>),
 }
 
 impl Actor for Feeder {
@@ -139,8 +160,23 @@ impl Actor for Feeder {
         });
         ctx.subscribe(|me: &mut Self, _: &Tick, ctx: &mut Context<'_, Self>| me.batch(ctx));
         ctx.subscribe(|_: &mut Self, _: &Finished, ctx: &mut Context<'_, Self>| done(ctx));
+        ctx.subscribe(|me: &mut Self, a: &Actors, _: &mut Context<'_, Self>| {
+            me.sends = Sends::Instances(a.0.clone());
+        });
+        ctx.subscribe(|me: &mut Self, _: &Warm, ctx: &mut Context<'_, Self>| {
+            if let Sends::Refs(refs) = &me.sends {
+                for r in refs {
+                    r.send(ctx, Hit).expect("sent");
+                }
+            }
+        });
     }
 }
+
+/// Before the timed part: one message through each ref, so that each
+/// caches where its entity is (as a direct send's `Address` is resolved
+/// before the clock starts).
+struct Warm;
 
 impl Feeder {
     fn batch(&mut self, ctx: &mut Context<'_, Self>) {
@@ -160,6 +196,13 @@ impl Feeder {
                 while self.sent < end {
                     let key = key_at(self.sent, self.keys, self.in_order);
                     refs[key as usize].send(ctx, Hit).expect("sent");
+                    self.sent += 1;
+                }
+            }
+            Sends::Instances(actors) => {
+                while self.sent < end {
+                    let key = key_at(self.sent, self.keys, self.in_order);
+                    ctx.send(&actors[key as usize], Hit);
                     self.sent += 1;
                 }
             }
@@ -194,6 +237,7 @@ fn entity_system(
         Via::Set => Sends::Set,
         Via::Router => Sends::Router(set.router()),
         Via::Ref => Sends::Refs((0..keys).map(|k| set.entity(k)).collect()),
+        Via::Instances => Sends::Set,
     };
     let (mut system, root) = new_system(Feeder {
         set: None,
@@ -223,6 +267,9 @@ fn e1() {
 fn e2(workload: &str, in_order: bool, via: Via) {
     let keys = live_keys();
     let total = n(N_STEADY);
+    if via == Via::Instances {
+        INSTANCES.with(|i| *i.borrow_mut() = Some(Vec::new()));
+    }
     let (mut system, root, set, count, stats) = entity_system(total, keys, in_order, via);
     count.target.set(u64::MAX);
     for key in 0..keys {
@@ -230,6 +277,15 @@ fn e2(workload: &str, in_order: bool, via: Via) {
     }
     system.locality().run_until_idle(Instant::now());
     assert_eq!(stats.get().live as u64, keys, "every entity is live");
+    if via == Via::Ref {
+        system.send(&root, Warm).expect("warm-up");
+        system.locality().run_until_idle(Instant::now());
+    }
+    if let Some(actors) = INSTANCES.with(|i| i.borrow_mut().take()) {
+        assert_eq!(actors.len() as u64, keys, "every entity's address");
+        system.send(&root, Actors(actors)).expect("instances");
+        system.locality().run_until_idle(Instant::now());
+    }
     count.hits.set(0);
     count.target.set(total);
     timed(workload, total, system, &root, Go(Some(set), total));
@@ -490,6 +546,12 @@ pub(super) fn main(run: &dyn Fn(&str) -> bool) {
     }
     if run("e2_ordered_ref") {
         e2("e2_ordered_ref", true, Via::Ref);
+    }
+    if run("e2_instances") {
+        e2("e2_instances", false, Via::Instances);
+    }
+    if run("e2_ordered_instances") {
+        e2("e2_ordered_instances", true, Via::Instances);
     }
     if run("e3_memory") {
         e3();

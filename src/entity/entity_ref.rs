@@ -3,23 +3,27 @@
 //! the set's handler.
 //!
 //! The handle keeps, beside the key, what the set's hash table said of the
-//! entity when it was last read: the live instance's address key, its
-//! index in the set's table, and the set's *version* then. The set bumps its version whenever an
-//! entity stops being live (passivated, leaving on its own, gone) and when
-//! it closes, and the core bumps it, synchronously, whenever an entity's
-//! actor leaves OPERATIONAL for whatever reason (its own shutdown, a
-//! failure: `entity::watch::leaving`), before the set hears of it. So
-//! while the version has not moved, an entity seen live (and operational)
-//! is still live, with the same instance, having got everything the set
-//! held for it, and operational. A send reads the version (a word of the
-//! set's shared state, hot), reads the hash table again if it moved, and
-//! queues what the cache says with the key. At delivery the message goes
-//! straight to the entity if the version is still the one the send saw:
-//! no hash, no read of the actor's state, nothing of the handle; otherwise
-//! it is delivered as a router's message (the hash table decides: straight
-//! to a live entity, or to the set as a [`Keyed`](super::Keyed)). Every decision is taken at delivery, in
-//! queue order, on what the set knows then: per-sender FIFO holds across
-//! refs, routers and `Keyed` sends.
+//! entity when it was last read: the live instance's address key, the
+//! locality's *version* then (unique to the locality), and the set's id
+//! there (`Local`). The version moves whenever an entity of a set of that
+//! locality stops being live (passivated, leaving on its own, gone) and
+//! when a set closes: the sets bump it, and the core, synchronously,
+//! whenever an entity's actor leaves OPERATIONAL for whatever reason (its
+//! own shutdown, a failure: `entity::watch::leaving`), before the set
+//! hears of it. So while the version has not moved, an entity seen live
+//! (and operational) is still live, with the same instance, having got
+//! everything the set held for it, and operational. A send compares the
+//! cached version with the locality's (read from the core), reads the hash
+//! table again if it moved, and queues what the cache says: a direct
+//! send's envelope and one word (the version's count, the set's id),
+//! nothing of the set counted, no key. At delivery the message goes
+//! straight to the entity if the version is still the one the send saw
+//! (from there, a direct send's delivery); otherwise the set is found by
+//! its id and given the message for the instance it names, and takes it
+//! as a [`Keyed`](super::Keyed) for that instance's key (straight to the
+//! live entity, or held for the next instance). Every decision is taken at
+//! delivery, in queue order, on what the set knows then: per-sender FIFO
+//! holds across refs, routers and `Keyed` sends.
 
 use super::router::{Routed, Shared, deliver_to, operational};
 use crate::actor::Actor;
@@ -33,20 +37,29 @@ use std::fmt;
 use std::hash::Hash;
 use std::rc::Rc;
 
-/// Where the live instance was, at a version of the set.
+/// Where the live instance was, at a version of the locality.
 #[derive(Clone, Copy)]
 struct Cached {
     dest: Key,
-    idx: u32,
+    /// Unique to the locality too (`Local::version`).
     version: u64,
+    /// The set's id in its locality (`Local`).
+    set: u32,
+    /// The entity's index in the set's table, to stamp its use on a send
+    /// if the set keeps an order of use; `NO_STAMP` otherwise.
+    stamp: u32,
 }
+
+/// The set keeps no order of use: a send stamps nothing.
+const NO_STAMP: u32 = u32::MAX;
 
 impl Cached {
     /// Nothing cached: the next send reads the hash table.
     const NONE: Cached = Cached {
         dest: Key::NONE,
-        idx: u32::MAX,
         version: u64::MAX,
+        set: u32::MAX,
+        stamp: NO_STAMP,
     };
 }
 
@@ -58,15 +71,17 @@ impl Cached {
 /// never given to a leaving instance, never lost through passivation,
 /// per-sender FIFO with `Keyed` sends and [`EntityRouter`](crate::EntityRouter)
 /// sends), but a message for a live entity goes to it as a direct send
-/// does: the handle caches where the live instance is, and the set tells
-/// it (by a version it bumps whenever an entity stops being live) when
-/// that may have changed; the next send then looks the key up again. It
-/// keeps nothing in the set: a passivated entity still keeps 0 bytes
-/// there, whoever holds handles for it.
+/// does: the handle caches where the live instance is, and the locality
+/// tells it (by a version that moves whenever an entity there stops being
+/// live) when that may have changed; the next send then looks the key up
+/// again. A send does not clone the key. It keeps nothing in the set: a
+/// passivated entity still keeps 0 bytes there, whoever holds handles for
+/// it.
 ///
-/// A send clones the key (for the case the cache turns out stale at
-/// delivery): with keys that are costly to clone, prefer `Rc<str>` to
-/// `String`.
+/// Send the message types the set routes ([`EntitySet::route`](crate::EntitySet::route)):
+/// one of another type reaches a live entity while the handle's cache is
+/// fresh, and is dropped (a dead letter) when the set has to take it, as
+/// a router's or a `Keyed` send of it is.
 ///
 /// Take it with [`EntityRouter::entity`](crate::EntityRouter::entity) or
 /// [`EntitySet::entity`](crate::EntitySet::entity); a clone copies the
@@ -116,36 +131,35 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
     /// [`ErrorCode::Unavailable`] if the set has not started its init yet
     /// or is shutting down (or gone); [`ErrorCode::InvalidArgument`] from
     /// an actor of another locality.
-    #[inline]
+    #[inline(always)]
     pub fn send<A: Actor, M: Send + 'static>(
         &self,
         ctx: &mut Context<'_, A>,
         message: M,
     ) -> Result<()> {
-        let shared = &*self.shared;
-        if shared.locality.get() != ctx.core.id() {
-            return Err(self.refused());
-        }
-        // A live instance cached at the set's version: the set is open
-        // (closing moves the version).
+        // A live instance cached at the locality's version (which no
+        // other locality ever holds): the set is open
+        // (closing moves the version), and this is its locality.
         let cached = self.cached.get();
-        if cached.version != shared.version.get() || cached.dest.is_none() {
+        let core = &*ctx.core;
+        if cached.version != core.entities.version.get() {
             return self.send_stale(ctx, message);
+        }
+        if cached.stamp != NO_STAMP {
+            self.shared.stamp_use(cached.stamp, core.now);
         }
         ctx.core.enqueue(self.to_entity(cached, ctx.me, message));
         Ok(())
     }
 
     /// A send from `sender` to the instance `cached` names, as queued.
-    #[inline]
-    fn to_entity<M>(&self, cached: Cached, sender: Key, message: M) -> ToEntity<K, M> {
+    #[inline(always)]
+    fn to_entity<M>(&self, cached: Cached, sender: Key, message: M) -> ToEntity<M> {
         ToEntity {
-            shared: Rc::clone(&self.shared),
             dest: cached.dest,
-            idx: cached.idx,
-            version: cached.version as u32,
-            key: self.key.clone(),
             sender,
+            version: cached.version as u32,
+            set: cached.set,
             message,
         }
     }
@@ -160,7 +174,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
         ctx: &mut Context<'_, A>,
         message: M,
     ) -> Result<()> {
-        if !self.shared.open.get() {
+        if !self.shared.open.get() || self.shared.locality.get() != ctx.core.id() {
             return Err(self.refused());
         }
         let cached = self.look_up(ctx.core);
@@ -172,6 +186,9 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
                 message,
             });
         } else {
+            if cached.stamp != NO_STAMP {
+                self.shared.stamp_use(cached.stamp, ctx.core.now);
+            }
             ctx.core.enqueue(self.to_entity(cached, ctx.me, message));
         }
         Ok(())
@@ -198,15 +215,17 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
     #[inline(never)]
     fn look_up(&self, core: &Core) -> Cached {
         let shared = &*self.shared;
-        let version = shared.version.get();
+        let version = core.entities.version.get();
+        let stamp = |idx| if shared.ordered.get() { idx } else { NO_STAMP };
         let cached = match shared.index.borrow().get(&self.key) {
             Some(&(idx, live))
                 if shared.direct.get() && !live.dest.is_none() && operational(core, live.actor) =>
             {
                 Cached {
                     dest: live.dest,
-                    idx,
                     version,
+                    set: shared.id.get(),
+                    stamp: stamp(idx),
                 }
             }
             _ => Cached::NONE,
@@ -218,51 +237,63 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
 
 /// An entity ref's message in the queue (queued only when the cache says
 /// live; a router's message otherwise): where the live instance was at
-/// the send, at which version (its low 32 bits: a message would have to
-/// wait behind 2^32 entities leaving to be fooled), and the key, for the
-/// case the version moved meanwhile.
-struct ToEntity<K, M> {
-    shared: Rc<Shared<K>>,
+/// the send, at which version of the locality (its low 32 bits: a message
+/// would have to wait behind 2^32 entities leaving on its locality to be
+/// fooled), and, for the case the version moved
+/// meanwhile, the set's id. A word more than a direct send's envelope.
+struct ToEntity<M> {
     dest: Key,
-    idx: u32,
-    version: u32,
-    key: K,
     sender: Key,
+    version: u32,
+    set: u32,
     message: M,
 }
 
-impl<K: Eq + Hash + Send + 'static, M: Send + 'static> Envelope<Core> for ToEntity<K, M> {
+impl<M: Send + 'static> Envelope<Core> for ToEntity<M> {
     #[inline]
     fn deliver(self, core: &mut Core) {
-        let ToEntity {
-            shared,
-            dest,
-            idx,
-            version,
-            key,
-            sender,
-            message,
-        } = self;
-        if version == shared.version.get() as u32 {
-            shared.stamp(idx, core.now);
-            return deliver_to(core, dest, sender, message);
+        if self.version == core.entities.version.get() as u32 {
+            return deliver_to(core, self.dest, self.sender, self.message);
         }
-        stale(
-            Routed {
-                shared,
-                key,
-                sender,
-                message,
-            },
-            core,
-        );
+        stale(self, core);
     }
 }
 
-/// The cache was stale at delivery (or the entity not live): delivered as
-/// a router's message.
+/// The cache was stale at delivery: the message goes to the set (found by
+/// its id: it stays registered until what was queued before it closed is
+/// delivered) for the instance it was sent to, which the set knows until
+/// that instance is down (after this message: it was live at the send).
+/// The set delivers it as a `Keyed` for that instance's key: straight to
+/// the live entity, or held for the next instance.
 #[cold]
 #[inline(never)]
-fn stale<K: Eq + Hash + Send + 'static, M: Send + 'static>(routed: Routed<K, M>, core: &mut Core) {
-    routed.deliver(core);
+fn stale<M: Send + 'static>(to: ToEntity<M>, core: &mut Core) {
+    let Some(set) = core.entities.set(to.set) else {
+        tracing::warn!("an entity ref's message for a set that is gone, dropped");
+        return;
+    };
+    let message = ForInstance {
+        dest: to.dest,
+        message: Cell::new(Some(to.message)),
+    };
+    deliver_to(core, set, to.sender, message);
+}
+
+/// An entity ref's message whose cache was stale at delivery, given to its
+/// set for the instance it was sent to (the set takes the message out).
+pub(super) struct ForInstance<M> {
+    dest: Key,
+    message: Cell<Option<M>>,
+}
+
+impl<M> ForInstance<M> {
+    /// The instance's address key.
+    pub(super) fn dest(&self) -> Key {
+        self.dest
+    }
+
+    /// Takes the message out (`None` once taken).
+    pub(super) fn take(&self) -> Option<M> {
+        self.message.take()
+    }
 }

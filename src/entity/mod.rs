@@ -16,10 +16,13 @@
 //! - `pool.rs`: [`Pool`] and its workers; `pool/routing.rs`: round-robin or
 //!   to the least loaded worker, requests in flight.
 //! - `settings.rs`: what a set or pool builds each child with.
-//! - `watch.rs`: the child events the core reports to them.
+//! - `watch.rs`: the child events the core reports to them; `local.rs`:
+//!   what a locality keeps for its sets (the entity refs' version, the
+//!   sets by id).
 
 mod entity_ref;
 mod hash;
+mod local;
 mod pool;
 mod router;
 mod set;
@@ -28,6 +31,7 @@ mod table;
 pub(crate) mod watch;
 
 pub use entity_ref::EntityRef;
+pub(crate) use local::Local;
 pub use pool::{Pool, PoolStats, PoolStrategy};
 pub use router::EntityRouter;
 pub use set::{EntitySet, EntityStats};

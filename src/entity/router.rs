@@ -21,7 +21,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
 use crate::queue::Envelope;
 use crate::subscription::Next;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::hash::Hash;
 use std::rc::Rc;
@@ -48,11 +48,12 @@ pub(super) struct Shared<K> {
     /// dispatch).
     stamp: Cell<(Instant, u64)>,
     /// Bumped whenever an entity stops being live (or the set closes):
-    /// what an [`EntityRef`](super::EntityRef) saw live at this version is
-    /// live, with the same instance, while the version has not moved.
-    /// Shared with the set's supervisor state, where the core bumps it when
+    /// the locality's version (`Local::version`) from the set's init on,
+    /// shared with the set's supervisor state, where the core bumps it when
     /// an entity leaves OPERATIONAL (`entity::watch::leaving`).
-    pub(super) version: Rc<Cell<u64>>,
+    pub(super) version: RefCell<Rc<Cell<u64>>>,
+    /// The set's id in its locality's `Local` (from its init on).
+    pub(super) id: Cell<u32>,
     pub(super) index: Index<K, Live>,
     /// Use stamps by table index, written by routers and entity refs.
     pub(super) uses: Uses,
@@ -69,7 +70,8 @@ impl<K> Shared<K> {
             ordered: Cell::new(false),
             epoch: Cell::new(now),
             stamp: Cell::new((now, 1)),
-            version: Rc::default(),
+            version: RefCell::default(),
+            id: Cell::new(u32::MAX),
             index,
             uses,
         }
@@ -77,16 +79,22 @@ impl<K> Shared<K> {
 
     /// What an entity ref may have cached is stale now.
     pub(super) fn invalidate(&self) {
-        self.version.set(self.version.get().wrapping_add(1));
+        super::local::bump(&self.version.borrow());
     }
 
     /// Stamps the entity at table index `idx` as used at `now`, if the
     /// set keeps an order of use.
     #[inline]
     pub(super) fn stamp(&self, idx: u32, now: Instant) {
-        if !self.ordered.get() {
-            return;
+        if self.ordered.get() {
+            self.stamp_use(idx, now);
         }
+    }
+
+    /// Stamps the entity at table index `idx` as used at `now` (the set
+    /// keeps an order of use).
+    #[inline]
+    pub(super) fn stamp_use(&self, idx: u32, now: Instant) {
         let (at, mut stamp) = self.stamp.get();
         if at != now {
             let since = now.saturating_duration_since(self.epoch.get());

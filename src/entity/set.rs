@@ -10,7 +10,7 @@ pub(super) use self::instances::Live;
 use self::instances::{Asked, Entity, Held, Phase, Plain};
 use self::requests::Asking;
 
-use super::entity_ref::EntityRef;
+use super::entity_ref::{EntityRef, ForInstance};
 use super::router::{EntityRouter, Shared};
 use super::settings::{ChildSettings, child_settings_methods};
 use super::table::Table;
@@ -125,7 +125,8 @@ where
     table: Table<K, Entity, Live>,
     /// The entity of each child slot (learned from the first event).
     by_slot: Vec<u32>,
-    /// Instances made and not yet reported by a child event.
+    /// The entity of each instance, from its making until it is down (an
+    /// entity ref's message that was stale at delivery names its instance).
     by_address: HashMap<Key, u32>,
     waiting: VecDeque<u32>,
     live: usize,
@@ -203,6 +204,11 @@ where
             ctx.subscribe(|set: &mut Self, keyed: &Keyed<K, M>, ctx| {
                 if let Some(message) = keyed.take() {
                     set.on_message(keyed.key(), message, ctx);
+                }
+            });
+            ctx.subscribe(|set: &mut Self, to: &ForInstance<M>, ctx| {
+                if let Some(message) = to.take() {
+                    set.on_for_instance(to.dest(), message, ctx);
                 }
             });
         }));
@@ -392,6 +398,23 @@ where
         }
     }
 
+    /// An entity ref's message whose cache was stale at delivery, for the
+    /// instance at `dest` (known to the set until it is down: the message
+    /// was sent while it was live): as a `Keyed` for its key.
+    fn on_for_instance<M: 'static>(&mut self, dest: Key, message: M, ctx: &mut Context<'_, Self>) {
+        match self.by_address.get(&dest) {
+            Some(&idx) => {
+                let key = self.table.key(idx).clone();
+                self.on_message(&key, message, ctx);
+            }
+            None => {
+                // Not seen (its instance was known when it was sent).
+                tracing::warn!(set = %self.name, "entity ref message for an unknown instance");
+                self.stats.update(|s| s.refused += 1);
+            }
+        }
+    }
+
     fn on_request<R: Request>(
         &mut self,
         key: &K,
@@ -498,15 +521,20 @@ where
             return ctx.fail(error);
         }
         make_supervisor(ctx.core, ctx.me);
-        // The core bumps the version when an entity leaves OPERATIONAL.
+        // The locality's version: the core bumps it when an entity leaves
+        // OPERATIONAL. The set is registered there for its refs' messages.
+        let version = Rc::clone(&ctx.core.entities.version);
         if let Some(sup) = ctx
             .core
             .actors
             .get_mut(ctx.me)
             .and_then(|c| c.supervisor.as_deref_mut())
         {
-            sup.leaving = Some(Rc::clone(&self.shared.version));
+            sup.leaving = Some(Rc::clone(&version));
         }
+        *self.shared.version.borrow_mut() = version;
+        let id = ctx.core.entities.register(ctx.address().key());
+        self.shared.id.set(id);
         self.ordered = self.idle.is_some() || self.max_live.is_some();
         self.granularity = self.idle.map_or(Duration::ZERO, |idle| idle / 64);
         ctx.subscribe(Self::on_child_event);
@@ -527,6 +555,10 @@ where
         self.shared.open.set(false);
         self.shared.direct.set(false);
         self.shared.invalidate();
+        let id = self.shared.id.replace(u32::MAX);
+        if id != u32::MAX {
+            super::local::unregister_later(ctx.core, id);
+        }
         if let Some(timer) = self.idle_timer.take() {
             ctx.cancel_timer(timer);
         }

@@ -10,7 +10,7 @@
 //! child's `Start`), so when the supervisor hears `Started`, the child has run
 //! its `on_start`. [`leaving`] is synchronous: the core calls it when an
 //! actor leaves OPERATIONAL, and a supervisor that keeps a counter for it
-//! (an entity set's version) sees it move at once.
+//! (an entity set: its locality's version) sees it move at once.
 
 use crate::actor::{ActorCell, Parent};
 use crate::address::Address;
@@ -71,7 +71,7 @@ pub(crate) fn leaving(core: &Core, me: Key) {
         .and_then(|c| c.supervisor.as_deref())
         .and_then(|s| s.leaving.as_ref())
     {
-        count.set(count.get().wrapping_add(1));
+        super::local::bump(count);
     }
 }
 

@@ -68,6 +68,9 @@ pub(crate) struct Core {
     pub(super) exit: Option<Error>,
     pub(super) fault: Option<Error>,
     pub(super) on_violation: Option<ViolationHandler>,
+    /// The entity sets here, and the version their entity refs check
+    /// (`entity::Local`).
+    pub(crate) entities: crate::entity::Local,
 }
 
 type ViolationHandler = Box<dyn FnMut(&Error) -> ViolationAction>;
@@ -113,6 +116,7 @@ impl Core {
             exit: None,
             fault: None,
             on_violation: None,
+            entities: Default::default(),
         }
     }
 

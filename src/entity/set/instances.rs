@@ -293,7 +293,7 @@ where
 
     /// The entity a child event is about.
     pub(super) fn find_instance(&mut self, slot: usize, address: Option<&Address>) -> Option<u32> {
-        let by_address = address.and_then(|a| self.by_address.remove(&a.key()));
+        let by_address = address.and_then(|a| self.by_address.get(&a.key()).copied());
         let idx = by_address.or_else(|| self.by_slot.get(slot).copied().filter(|&i| i != NIL))?;
         if self.by_slot.len() <= slot {
             self.by_slot.resize(slot + 1, NIL);
@@ -333,6 +333,9 @@ where
             .routes
             .address(address.key())
             .map_or(Key::NONE, |a| a.owner);
+        // Kept while the instance is known: an entity ref's stale message
+        // names the instance, not the key.
+        self.by_address.insert(address.key(), idx);
         let now = ctx.core.now;
         let e = self.table.get_mut(idx);
         e.address = Some(address.clone());
@@ -393,7 +396,10 @@ where
         let started = std::mem::take(&mut e.started);
         if restarting {
             e.phase = Phase::Restarting;
-            e.address = None;
+            if let Some(address) = e.address.take() {
+                self.by_address.remove(&address.key());
+            }
+            let e = self.table.get_mut(idx);
             e.dest = Key::NONE;
             e.actor = Key::NONE;
             self.stats.update(|s| s.restarts += 1);
