@@ -498,6 +498,7 @@ where
             return ctx.fail(error);
         }
         make_supervisor(ctx.core, ctx.me);
+        super::watch::watching(ctx.core);
         // The core bumps the version when an entity leaves OPERATIONAL.
         if let Some(sup) = ctx
             .core
