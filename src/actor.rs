@@ -11,7 +11,7 @@ use crate::queue::Lent;
 use crate::subscription::Handler;
 use crate::supervisor::SupervisorState;
 use smallvec::SmallVec;
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
@@ -300,8 +300,6 @@ pub(crate) trait ActorObject: Any {
     /// `true` if the actor has user plugins or names to register, which
     /// run with its `init_start` and `shutdown_start` (`true` while busy).
     fn has_extras(&self) -> bool;
-    /// The actor's type (`A`).
-    fn actor_type(&self) -> TypeId;
     /// [`Actor::should_restart`] (`false` if the actor is busy).
     fn should_restart(&self, reason: &Error) -> bool;
     /// Calls the hook a notice is for; `Some` answer for an unlink.
@@ -338,9 +336,6 @@ impl<A: Actor> ActorObject for RefCell<ActorBox<A>> {
     }
     fn has_extras(&self) -> bool {
         self.try_borrow().map_or(true, |b| b.extras.is_some())
-    }
-    fn actor_type(&self) -> TypeId {
-        TypeId::of::<A>()
     }
     fn should_restart(&self, reason: &Error) -> bool {
         self.try_borrow()
@@ -424,9 +419,10 @@ pub(crate) struct ActorCell {
     /// What few actors use, made on first use.
     pub(crate) rare: Option<Box<Rare>>,
     pub(crate) state: ActorState,
-    /// The lifecycle hooks known to be the trait's defaults (low byte:
-    /// not called) and known to run (high byte), `Hook::bit`s; filled from
-    /// the type's record (`TypeNames::hooks`) at the spawn and by `call_hook`.
+    /// The index of its type's record of hooks (`TypeNames::hook_index`:
+    /// those known to be the trait's defaults, not called, and those known
+    /// to run), with `NO_EXTRAS` if it has no plugins or names to register;
+    /// set at the spawn.
     pub(crate) hooks: u16,
 }
 

@@ -119,12 +119,22 @@ pub(crate) struct TypeNames {
     last_id: Option<(TypeId, NameId)>,
     /// What each actor type's lifecycle hooks are, found on their first
     /// call (`Hook::bit`s): the low byte has those left to the trait's
-    /// default (not called again), the high byte those it overrides.
+    /// default (not called again), the high byte those it overrides. A
+    /// cell keeps its type's index here (`ActorCell::hooks`), so that what
+    /// any actor of its type found is known to it at once, without a
+    /// lookup of its type. Index 0 is for types past `MAX_HOOK_RECORDS`
+    /// (nothing is learned of them: their hooks are all called).
+    hook_records: Vec<u16>,
+    /// The index in `hook_records` of each actor type's record.
     hooks: HashMap<TypeId, u16, BuildHasherDefault<TypeIdHasher>>,
-    /// The last type asked about in `hooks`, and its bits: the hooks of
-    /// one type's actors usually run one after the other.
+    /// The last type asked about in `hooks`, and its index: a spawn loop
+    /// makes one type.
     last_hooks: Option<(TypeId, u16)>,
 }
+
+/// The most actor types whose hooks are recorded (indexes below
+/// `NO_EXTRAS`, the flag beside the index in `ActorCell::hooks`).
+pub(crate) const MAX_HOOK_RECORDS: usize = 0x7fff;
 
 impl TypeNames {
     /// The id of `ty`'s default name in `names`, interning it on first use.
@@ -163,35 +173,62 @@ impl TypeNames {
         Some(id)
     }
 
-    /// The hooks of actor type `ty` known to be the trait's defaults (low
-    /// byte) and known to be overridden (high byte).
+    /// The index of actor type `ty`'s record of hooks (made on first use;
+    /// 0 once `MAX_HOOK_RECORDS` types have one).
     #[inline]
-    pub(crate) fn hooks(&mut self, ty: TypeId) -> u16 {
-        if let Some((last, bits)) = self.last_hooks
+    pub(crate) fn hook_index(&mut self, ty: TypeId) -> u16 {
+        if let Some((last, index)) = self.last_hooks
             && last == ty
         {
-            return bits;
+            return index;
         }
-        self.hooks_slow(ty)
+        self.hook_index_slow(ty)
     }
 
-    /// [`hooks`](Self::hooks) for a type other than the last one asked about.
+    /// [`hook_index`](Self::hook_index) for a type other than the last one
+    /// asked about.
     #[inline(never)]
-    fn hooks_slow(&mut self, ty: TypeId) -> u16 {
-        let bits = self.hooks.get(&ty).copied().unwrap_or(0);
-        self.last_hooks = Some((ty, bits));
-        bits
+    fn hook_index_slow(&mut self, ty: TypeId) -> u16 {
+        if self.hook_records.is_empty() {
+            self.hook_records.push(0); // index 0: types past the limit
+        }
+        let index = match self.hooks.get(&ty) {
+            Some(&index) => index,
+            None if self.hook_records.len() > MAX_HOOK_RECORDS => 0,
+            None => {
+                let index = self.hook_records.len() as u16;
+                self.hook_records.push(0);
+                self.hooks.insert(ty, index);
+                index
+            }
+        };
+        self.last_hooks = Some((ty, index));
+        index
     }
 
-    /// Notes what actor type `ty`'s hook `bit` is: the trait's default, or
-    /// overridden.
-    pub(crate) fn learn_hook(&mut self, ty: TypeId, bit: u8, default: bool) {
-        let bits = self.hooks.entry(ty).or_insert(0);
-        *bits |= match default {
-            true => u16::from(bit),
-            false => u16::from(bit) << 8,
-        };
-        self.last_hooks = Some((ty, *bits));
+    /// The hooks known of the actor type at `index` (`hook_index`): those
+    /// left to the trait's defaults (low byte) and those overridden (high
+    /// byte).
+    #[inline]
+    pub(crate) fn hooks(&self, index: u16) -> u16 {
+        self.hook_records
+            .get(usize::from(index))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Notes what hook `bit` of the actor type at `index` is: the trait's
+    /// default, or overridden.
+    pub(crate) fn learn_hook(&mut self, index: u16, bit: u8, default: bool) {
+        if index == 0 {
+            return;
+        }
+        if let Some(bits) = self.hook_records.get_mut(usize::from(index)) {
+            *bits |= match default {
+                true => u16::from(bit),
+                false => u16::from(bit) << 8,
+            };
+        }
     }
 }
 

@@ -153,7 +153,7 @@ fn spawn_from<A: Actor>(
     };
     // What its type's hooks are known to be, so that a known default is
     // skipped from the first hook on without asking the type.
-    let hooks = known_hooks(core.type_names.hooks(TypeId::of::<A>()), extras);
+    let hooks = known_hooks(core.type_names.hook_index(TypeId::of::<A>()), extras);
     let (me, address) = insert_cell(core, reserved, name, seq, |address| ActorCell {
         actor: Rc::new(RefCell::new(boxed)),
         address,
@@ -254,7 +254,7 @@ pub(crate) fn spawn_plain<A: Actor>(
         .type_names
         .id(&core.shared.names, TypeId::of::<A>(), default_name::<A>)
         .ok_or_else(default_name::<A>);
-    let hooks = known_hooks(core.type_names.hooks(TypeId::of::<A>()), false);
+    let hooks = known_hooks(core.type_names.hook_index(TypeId::of::<A>()), false);
     let boxed = ActorBox {
         actor,
         extras: None,

@@ -168,3 +168,35 @@ fn an_instance_made_after_its_types_hooks_are_known_runs_its_overridden_ones() {
     run(&mut locality);
     assert!(locality.is_finished());
 }
+
+#[test]
+fn instances_made_before_their_types_hooks_are_known_run_their_overridden_ones() {
+    // All made before any runs a hook: each learns what its type's hooks
+    // are from the first one's life (a record the cells share), and still
+    // runs both overridden hooks, in order.
+    let mut locality = Locality::new();
+    let root = root(&mut locality, SupervisorConfig::default());
+    let log = Log::default();
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            locality
+                .spawn(&root, Late(log.clone(), i))
+                .finish()
+                .expect("child")
+        })
+        .collect();
+    run(&mut locality);
+    for child in &children {
+        locality.shutdown(child).expect("shutdown");
+        run(&mut locality);
+    }
+    assert_eq!(
+        *log.borrow(),
+        [
+            "start 0", "start 1", "start 2", "finish 0", "finish 1", "finish 2"
+        ]
+    );
+    locality.shutdown(&root).expect("shutdown");
+    run(&mut locality);
+    assert!(locality.is_finished());
+}

@@ -4,7 +4,6 @@
 use super::{ActorCell, Hook, with_object};
 use crate::arena::Key;
 use crate::locality::Core;
-use crate::names::TypeNames;
 
 impl Hook {
     /// The hook's bit in `Core::default_hook` and in the per-type record of
@@ -30,45 +29,47 @@ impl Hook {
 /// names to register go with `init_start` and `shutdown_start`: an actor
 /// with either is called anyway.
 ///
-/// The cell keeps what its type's hooks are known to be
-/// (`ActorCell::hooks`), so that a hook known either way costs no lookup
-/// of the type.
+/// The cell keeps the index of its type's record (`ActorCell::hooks`,
+/// `TypeNames::hook_index`), so that what its type's hooks are known to
+/// be, by any of its actors, costs no lookup of the type.
 #[inline]
 pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
-    let Some(cell) = core.actors.get_mut(me) else {
+    let Some(cell) = core.actors.get(me) else {
         return;
     };
     let bit = u16::from(hook.bit());
-    let mut hooks = cell.hooks;
-    if hooks & bit != 0 {
-        return; // a known default
-    }
-    if hooks >> 8 & bit == 0 {
-        hooks = ask_type(cell, &mut core.type_names);
-    }
-    if hooks & bit == 0 {
-        run_hook(core, me, hook, hooks >> 8 & bit != 0);
-    }
-}
-
-/// A hook not known to the cell `cell`: it takes what its type's hooks
-/// are now known to be (and keeps that); the cell's new record.
-#[inline(never)]
-fn ask_type(cell: &mut ActorCell, names: &mut TypeNames) -> u16 {
-    let extras = cell.hooks & NO_EXTRAS == 0;
-    let mut hooks = names.hooks(cell.actor.actor_type()) | cell.hooks & NO_EXTRAS;
+    let record = core.type_names.hooks(cell.hooks & !NO_EXTRAS);
     let with_extras = u16::from(Hook::WITH_EXTRAS);
-    if hooks & with_extras != 0 && extras && cell.actor.has_extras() {
-        // Plugins or names to register go with these hooks: they run.
-        hooks = hooks & !with_extras | with_extras << 8;
+    if (record | record >> 8) & bit == 0 {
+        // Not known yet (or an extras' hook: `with_extras`).
+        return run_hook(core, me, hook, extras(cell, bit, record));
     }
-    cell.hooks = hooks;
-    hooks
+    if record & bit == 0 {
+        return run_hook(core, me, hook, true); // overridden
+    }
+    // A known default: called anyway if plugins or names go with it.
+    if bit & with_extras != 0 && cell.hooks & NO_EXTRAS == 0 && cell.actor.has_extras() {
+        run_hook(core, me, hook, true);
+    }
 }
 
-/// In `ActorCell::hooks`: the actor has no user plugins and no names to
-/// register (known when it is made, and for good).
-pub(crate) const NO_EXTRAS: u16 = 0x80;
+/// A hook not known yet of the cell's type: `true` (call it as
+/// overridden, learning only if it says it is the default) if plugins or
+/// names to register go with it and a hook of theirs is known to be the
+/// default (as a cell with extras counts those hooks).
+#[inline]
+fn extras(cell: &ActorCell, bit: u16, record: u16) -> bool {
+    let with_extras = u16::from(Hook::WITH_EXTRAS);
+    bit & with_extras != 0
+        && record & with_extras != 0
+        && cell.hooks & NO_EXTRAS == 0
+        && cell.actor.has_extras()
+}
+
+/// In `ActorCell::hooks`, beside the index of its type's record: the
+/// actor has no user plugins and no names to register (known when it is
+/// made, and for good).
+pub(crate) const NO_EXTRAS: u16 = 0x8000;
 
 /// Calls the hook (`call_hook`), learning what it is on its type's first
 /// call (`known`: the cell knows it is overridden, so there is nothing to
@@ -76,36 +77,26 @@ pub(crate) const NO_EXTRAS: u16 = 0x80;
 #[inline(never)]
 fn run_hook(core: &mut Core, me: Key, hook: Hook, known: bool) {
     let bit = hook.bit();
-    let ty = match known {
-        true => None,
-        false => match core.actors.get(me) {
-            Some(cell) => Some(cell.actor.actor_type()),
-            None => return,
-        },
-    };
     core.default_hook &= !bit;
     let ran = with_object(core, me, |object, core| object.hook(hook, core, me));
     let default = core.default_hook & bit != 0;
     core.default_hook &= !bit;
     // Overridden only if it ran to its end without saying it is the default.
-    if default || matches!(ran, Some(Ok(()))) && !known {
-        let ty = ty.or_else(|| core.actors.get(me).map(|c| c.actor.actor_type()));
-        if let Some(ty) = ty {
-            core.type_names.learn_hook(ty, bit, default);
-        }
+    if (default || matches!(ran, Some(Ok(()))) && !known)
+        && let Some(cell) = core.actors.get(me)
+    {
+        let index = cell.hooks & !NO_EXTRAS;
+        core.type_names.learn_hook(index, bit, default);
     }
 }
 
-/// What a new cell of an actor type knows of its hooks at once: its
-/// type's record (`TypeNames::hooks`), with the hooks that plugins and
-/// names to register go with counted as overridden if it has `extras`
-/// (as `call_hook_slow` would find on the first call).
+/// What a new cell of an actor type keeps of its hooks: the index of its
+/// type's record (`TypeNames::hook_index`), with `NO_EXTRAS` unless it may
+/// have `extras` (plugins or names to register).
 #[inline]
-pub(crate) fn known_hooks(type_hooks: u16, extras: bool) -> u16 {
-    let with_extras = u16::from(Hook::WITH_EXTRAS);
+pub(crate) fn known_hooks(index: u16, extras: bool) -> u16 {
     match extras {
-        true if type_hooks & with_extras != 0 => type_hooks & !with_extras | with_extras << 8,
-        true => type_hooks,
-        false => type_hooks | NO_EXTRAS,
+        true => index,
+        false => index | NO_EXTRAS,
     }
 }

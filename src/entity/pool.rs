@@ -404,6 +404,7 @@ impl<W: Actor> Actor for Pool<W> {
             return ctx.fail(error);
         }
         make_supervisor(ctx.core, ctx.me);
+        super::watch::watching(ctx.core);
         ctx.subscribe(Self::on_child_event);
         ctx.subscribe(Self::on_answered);
         for route in std::mem::take(&mut self.routes) {

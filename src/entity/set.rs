@@ -521,6 +521,7 @@ where
             return ctx.fail(error);
         }
         make_supervisor(ctx.core, ctx.me);
+        super::watch::watching(ctx.core);
         // The locality's version: the core bumps it when an entity leaves
         // OPERATIONAL. The set is registered there for its refs' messages.
         let version = Rc::clone(&ctx.core.entities.version);

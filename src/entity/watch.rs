@@ -36,8 +36,18 @@ pub(crate) enum ChildEvent {
     },
 }
 
+/// A supervisor here asks for its children's events or counts their
+/// steps out of OPERATIONAL (an entity set, a pool): from now on the core's
+/// calls here look (before, none could find anything: they return at once).
+pub(crate) fn watching(core: &mut Core) {
+    core.child_watch = true;
+}
+
 /// The supervisor `me`'s main address, if it subscribed to child events.
 fn watcher(core: &Core, me: Key) -> Option<Key> {
+    if !core.child_watch {
+        return None;
+    }
     let dest = core.actors.get(me)?.address.key();
     match core.routes.find(dest, TypeId::of::<ChildEvent>()) {
         Found::One(_) | Found::Many => Some(dest),
@@ -59,6 +69,9 @@ fn report(core: &mut Core, dest: Key, event: ChildEvent) {
 /// per actor; a few loads for others.
 #[inline(never)]
 pub(crate) fn leaving(core: &Core, me: Key) {
+    if !core.child_watch {
+        return;
+    }
     let Some(Parent::Local { key, .. }) = core.actors.get(me).and_then(ActorCell::parent) else {
         return;
     };
@@ -87,7 +100,8 @@ pub(crate) fn started(core: &mut Core, me: Key, slot: usize, address: &Address) 
 /// actor here), in `slot`: [`started`], with the child's address copied
 /// only for a watcher.
 pub(crate) fn started_here(core: &mut Core, sup: Key, slot: usize, child: Key) {
-    if let Found::One(_) | Found::Many = core.routes.find(sup, TypeId::of::<ChildEvent>())
+    if core.child_watch
+        && let Found::One(_) | Found::Many = core.routes.find(sup, TypeId::of::<ChildEvent>())
         && let Some(address) = core.actors.get(child).map(|c| c.address.clone())
     {
         report(core, sup, ChildEvent::Started { slot, address });

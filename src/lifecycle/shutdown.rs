@@ -67,7 +67,7 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         // No timeout, no watchers: only the state changes.
         set_cell_state(cell, ActorState::ShuttingDown);
     }
-    if before == ActorState::Operational {
+    if before == ActorState::Operational && core.child_watch {
         // Its supervisor here may count it (an entity set's version).
         crate::entity::watch::leaving(core, me);
     }

@@ -45,6 +45,10 @@ pub(crate) struct Core {
     /// Set by a default hook (`Actor::on_child_init`, `Actor::init_start`,
     /// ...; one bit each, `Hook::bit`): it need not be called again.
     pub(crate) default_hook: u8,
+    /// Set (for good) once a supervisor here asks for its children's
+    /// events (an entity set or a pool, `entity::watch::watching`); until
+    /// then the core's calls into `entity::watch` return at once.
+    pub(crate) child_watch: bool,
     /// The locality's id (as in `shared`), kept here: one load less per send.
     id: u32,
     pub(crate) io: SharedIo,
@@ -104,6 +108,7 @@ impl Core {
             next: crate::subscription::Next::Done,
             dead_letters: None,
             default_hook: 0,
+            child_watch: false,
             timers: Timers::default(),
             timer_seq: 0,
             stats: Stats::default(),

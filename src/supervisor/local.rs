@@ -126,7 +126,9 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
             crate::inspect::step(core, "Start", None, None, my_address);
         }
         lifecycle::on_start(core, me);
-        crate::entity::watch::started_here(core, sup_address, slot, me);
+        if core.child_watch {
+            crate::entity::watch::started_here(core, sup_address, slot, me);
+        }
     }
     true
 }
