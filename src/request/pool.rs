@@ -50,38 +50,45 @@ impl Payloads {
         here: bool,
     ) -> Option<Arc<Payload<R>>> {
         let spare = match self.last.take().map(Arc::downcast::<Payload<R>>) {
-            Some(Ok(spare)) => Some(spare),
+            Some(Ok(spare)) => spare,
             Some(Err(other)) => {
                 self.last = Some(other); // another type's: kept for it
-                self.spares_of::<R>().and_then(Vec::pop)
+                return self.take_slow(value, reply_to, reply_address, to, here);
             }
-            None => self.spares_of::<R>().and_then(Vec::pop),
+            None => return self.take_slow(value, reply_to, reply_address, to, here),
         };
-        // A spare of a type without drop glue may still be held by a kept
-        // `RequestMsg` (see `give`): then it is left to that one.
-        if let Some(mut arc) = spare
-            && let Some(payload) = Arc::get_mut(&mut arc)
+        // The common case, inline (the rest out of line: fewer registers
+        // spilled around the send): the spare is not shared, and goes to a
+        // server here with the same reply address (a spare's reply address
+        // is one of this locality's: the same key is the same address).
+        let mut arc = spare;
+        if let Some(payload) = Arc::get_mut(&mut arc)
+            && here
+            && payload.reply_to.key() == reply_to
+            && let Server::Here(key) = &mut payload.server
         {
-            // A spare's reply address is one of this locality's: the same
-            // key is the same address.
-            if payload.reply_to.key() != reply_to {
-                payload.reply_to = reply_address()?;
-            }
             payload.value = Some(value);
-            // Written in place, and only if it changed (a whole `Server`
-            // made on the stack and copied in was stored in parts and read
-            // back whole: a stall).
-            match &mut payload.server {
-                Server::Here(key) if here => *key = to.key(),
-                server => *server = Server::of(to, here),
-            }
+            // Written in place (a whole `Server` made on the stack and
+            // copied in was stored in parts and read back whole: a stall).
+            *key = to.key();
             return Some(arc);
         }
-        Some(Arc::new(Payload {
-            value: Some(value),
-            reply_to: reply_address()?,
-            server: Server::of(to, here),
-        }))
+        refill(Some(arc), value, reply_to, reply_address, to, here)
+    }
+
+    /// `take` without the spare given back last: one of `R`'s spares.
+    #[cold]
+    #[inline(never)]
+    fn take_slow<R: Request>(
+        &mut self,
+        value: R,
+        reply_to: Key,
+        reply_address: impl FnOnce() -> Option<Address>,
+        to: &Address,
+        here: bool,
+    ) -> Option<Arc<Payload<R>>> {
+        let spare = self.spares_of::<R>().and_then(Vec::pop);
+        refill(spare, value, reply_to, reply_address, to, here)
     }
 
     /// Takes back a payload after its response was delivered: if nobody else
@@ -182,4 +189,38 @@ impl Payloads {
     pub(crate) fn lent_ended(&self) -> usize {
         self.lent.len()
     }
+}
+
+/// A payload holding `value` (see `Payloads::take`) in `spare` if it is
+/// not shared, else in a new allocation.
+#[cold]
+#[inline(never)]
+fn refill<R: Request>(
+    spare: Option<Arc<Payload<R>>>,
+    value: R,
+    reply_to: Key,
+    reply_address: impl FnOnce() -> Option<Address>,
+    to: &Address,
+    here: bool,
+) -> Option<Arc<Payload<R>>> {
+    // A spare of a type without drop glue may still be held by a kept
+    // `RequestMsg` (see `Payloads::give`): then it is left to that one.
+    if let Some(mut arc) = spare
+        && let Some(payload) = Arc::get_mut(&mut arc)
+    {
+        if payload.reply_to.key() != reply_to {
+            payload.reply_to = reply_address()?;
+        }
+        payload.value = Some(value);
+        match &mut payload.server {
+            Server::Here(key) if here => *key = to.key(),
+            server => *server = Server::of(to, here),
+        }
+        return Some(arc);
+    }
+    Some(Arc::new(Payload {
+        value: Some(value),
+        reply_to: reply_address()?,
+        server: Server::of(to, here),
+    }))
 }
