@@ -199,17 +199,23 @@ impl<T: Action> Timers<T> {
                 }
                 self.lists[list].tail = key.idx;
             }
-            None => {
-                let pos = self.heap.len();
-                self.heap.push(key);
-                self.sift_up(pos);
-            }
+            None => self.push_heap(key),
         }
         if let Some(e) = self.entries.get_mut_at(older) {
             e.newer = key.idx;
         }
         *head = key;
         key
+    }
+
+    /// Puts a timer without a list in the heap (out of line: a start
+    /// mostly finds a list, and keeps fewer registers without this).
+    #[cold]
+    #[inline(never)]
+    fn push_heap(&mut self, key: Key) {
+        let pos = self.heap.len();
+        self.heap.push(key);
+        self.sift_up(pos);
     }
 
     /// The list of timers of duration `after`: the one it has, or an empty

@@ -130,26 +130,46 @@ pub(crate) fn send<R: Request>(
     else {
         return RequestId::NONE; // not reachable: the caller checked the address
     };
-    // Here the payload is lent to the request; elsewhere it is shared.
-    let pending = PendingRequest((!here).then(|| payload.clone() as Arc<dyn Pending>));
+    if !here {
+        return send_elsewhere(core, me, to, payload, due);
+    }
     let head = &mut cell.rare().requests_head;
+    // Here the payload is lent to the request.
+    let key = core.requests.start(due, me, head, PendingRequest(None));
+    core.enqueue(RequestEnvelope {
+        dest: to.key(),
+        sender: me,
+        key,
+        payload,
+    });
+    RequestId { locality, key }
+}
+
+/// A request to a server of another locality: its payload is shared with
+/// the pending request (out of line: the send here keeps fewer registers).
+#[cold]
+#[inline(never)]
+fn send_elsewhere<R: Request>(
+    core: &mut Core,
+    me: Key,
+    to: &Address,
+    payload: Arc<Payload<R>>,
+    due: crate::timer::Due,
+) -> RequestId {
+    let locality = core.id();
+    let Some(cell) = core.actors.get_mut(me) else {
+        return RequestId::NONE; // not reachable: `send` found it
+    };
+    let head = &mut cell.rare().requests_head;
+    let pending = PendingRequest(Some(payload.clone() as Arc<dyn Pending>));
     let key = core.requests.start(due, me, head, pending);
     let id = RequestId { locality, key };
-    if here {
-        core.enqueue(RequestEnvelope {
-            dest: to.key(),
-            sender: me,
-            key,
-            payload,
-        });
-    } else {
-        let request = RequestMsg {
-            id,
-            payload,
-            watcher: None,
-        };
-        core.send(to, me, request);
-    }
+    let request = RequestMsg {
+        id,
+        payload,
+        watcher: None,
+    };
+    core.send(to, me, request);
     id
 }
 

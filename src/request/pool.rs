@@ -2,7 +2,7 @@
 //! requests settled while their payload was lent to the server.
 
 use super::Payload;
-use super::flow::{Outcome, Pending, Server};
+use super::flow::{Outcome, Server};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::request::Request;
@@ -17,11 +17,12 @@ pub(crate) struct Payloads {
     /// used last first: a program has a few request types, and a stream of
     /// requests mostly uses one (a short scan, cheaper than hashing).
     by_type: Vec<(TypeId, Box<dyn Any>)>,
-    /// The spare given back last, with its type, if the next request takes
-    /// it: a stream of requests of one type reuses two allocations by
-    /// turns, and finds the one it takes here, given back without a lookup
-    /// by type (the others go to `by_type`).
-    last: Option<(TypeId, Arc<dyn Pending>)>,
+    /// The spare given back last, if the next request takes it: a stream
+    /// of requests of one type reuses two allocations by turns, and finds
+    /// the one it takes here, given back without a lookup by type (the
+    /// others go to `by_type`). Its type is the downcast's check alone (no
+    /// `TypeId` kept beside it: one comparison less per request).
+    last: Option<Arc<dyn Any + Send + Sync>>,
     /// Requests to a server of this locality that ended (timeout, cancel,
     /// requester gone: key, requester, how) while their `RequestMsg` was
     /// queued or being handled: the payload was lent to it, so they are
@@ -48,36 +49,46 @@ impl Payloads {
         to: &Address,
         here: bool,
     ) -> Option<Arc<Payload<R>>> {
-        let id = TypeId::of::<R>();
-        let spare = match self.last.take_if(|(t, _)| *t == id) {
-            Some((_, spare)) => (spare as Arc<dyn Any + Send + Sync>).downcast().ok(),
-            None => self.spares_of::<R>().and_then(Vec::pop),
+        let spare = match self.last.take().map(Arc::downcast::<Payload<R>>) {
+            Some(Ok(spare)) => spare,
+            Some(Err(other)) => {
+                self.last = Some(other); // another type's: kept for it
+                return self.take_slow(value, reply_to, reply_address, to, here);
+            }
+            None => return self.take_slow(value, reply_to, reply_address, to, here),
         };
-        // A spare of a type without drop glue may still be held by a kept
-        // `RequestMsg` (see `give`): then it is left to that one.
-        if let Some(mut arc) = spare
-            && let Some(payload) = Arc::get_mut(&mut arc)
+        // The common case, inline (the rest out of line: fewer registers
+        // spilled around the send): the spare is not shared, and goes to a
+        // server here with the same reply address (a spare's reply address
+        // is one of this locality's: the same key is the same address).
+        let mut arc = spare;
+        if let Some(payload) = Arc::get_mut(&mut arc)
+            && here
+            && payload.reply_to.key() == reply_to
+            && let Server::Here(key) = &mut payload.server
         {
-            // A spare's reply address is one of this locality's: the same
-            // key is the same address.
-            if payload.reply_to.key() != reply_to {
-                payload.reply_to = reply_address()?;
-            }
             payload.value = Some(value);
-            // Written in place, and only if it changed (a whole `Server`
-            // made on the stack and copied in was stored in parts and read
-            // back whole: a stall).
-            match &mut payload.server {
-                Server::Here(key) if here => *key = to.key(),
-                server => *server = Server::of(to, here),
-            }
+            // Written in place (a whole `Server` made on the stack and
+            // copied in was stored in parts and read back whole: a stall).
+            *key = to.key();
             return Some(arc);
         }
-        Some(Arc::new(Payload {
-            value: Some(value),
-            reply_to: reply_address()?,
-            server: Server::of(to, here),
-        }))
+        refill(Some(arc), value, reply_to, reply_address, to, here)
+    }
+
+    /// `take` without the spare given back last: one of `R`'s spares.
+    #[cold]
+    #[inline(never)]
+    fn take_slow<R: Request>(
+        &mut self,
+        value: R,
+        reply_to: Key,
+        reply_address: impl FnOnce() -> Option<Address>,
+        to: &Address,
+        here: bool,
+    ) -> Option<Arc<Payload<R>>> {
+        let spare = self.spares_of::<R>().and_then(Vec::pop);
+        refill(spare, value, reply_to, reply_address, to, here)
     }
 
     /// Takes back a payload after its response was delivered: if nobody else
@@ -101,7 +112,7 @@ impl Payloads {
             }
         }
         if self.last.is_none() {
-            self.last = Some((TypeId::of::<R>(), payload));
+            self.last = Some(payload);
             return;
         }
         match self.spares_of::<R>() {
@@ -160,7 +171,11 @@ impl Payloads {
     #[cfg(test)]
     pub(crate) fn spares<R: Request>(&self) -> usize {
         let id = TypeId::of::<R>();
-        let last = usize::from(self.last.as_ref().is_some_and(|(t, _)| *t == id));
+        let last = usize::from(
+            self.last
+                .as_deref()
+                .is_some_and(<dyn Any + Send + Sync>::is::<Payload<R>>),
+        );
         last + self
             .by_type
             .iter()
@@ -174,4 +189,38 @@ impl Payloads {
     pub(crate) fn lent_ended(&self) -> usize {
         self.lent.len()
     }
+}
+
+/// A payload holding `value` (see `Payloads::take`) in `spare` if it is
+/// not shared, else in a new allocation.
+#[cold]
+#[inline(never)]
+fn refill<R: Request>(
+    spare: Option<Arc<Payload<R>>>,
+    value: R,
+    reply_to: Key,
+    reply_address: impl FnOnce() -> Option<Address>,
+    to: &Address,
+    here: bool,
+) -> Option<Arc<Payload<R>>> {
+    // A spare of a type without drop glue may still be held by a kept
+    // `RequestMsg` (see `Payloads::give`): then it is left to that one.
+    if let Some(mut arc) = spare
+        && let Some(payload) = Arc::get_mut(&mut arc)
+    {
+        if payload.reply_to.key() != reply_to {
+            payload.reply_to = reply_address()?;
+        }
+        payload.value = Some(value);
+        match &mut payload.server {
+            Server::Here(key) if here => *key = to.key(),
+            server => *server = Server::of(to, here),
+        }
+        return Some(arc);
+    }
+    Some(Arc::new(Payload {
+        value: Some(value),
+        reply_to: reply_address()?,
+        server: Server::of(to, here),
+    }))
 }
