@@ -76,3 +76,69 @@ impl Pending {
         first.into_iter().chain(rest)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Held, Pending};
+    use crate::arena::Key;
+    use crate::error::Error;
+    use crate::locality::Core;
+    use crate::request::RequestId;
+
+    /// A held message that names itself by its request id's locality.
+    struct Tagged(u32);
+
+    impl Held for Tagged {
+        fn deliver(self: Box<Self>, _: &mut Core, _: Key, _: Key) -> bool {
+            true
+        }
+        fn refuse(self: Box<Self>, _: &mut Core, _: Key, _: Error) {}
+        fn request_id(&self) -> Option<RequestId> {
+            Some(RequestId {
+                locality: self.0,
+                key: Key::NONE,
+            })
+        }
+    }
+
+    fn tag(held: &dyn Held) -> u32 {
+        held.request_id().map_or(u32::MAX, |id| id.locality)
+    }
+
+    fn held(slot: &mut Option<Pending>, tags: &[u32]) {
+        for &t in tags {
+            Pending::push(slot, Box::new(Tagged(t)));
+        }
+    }
+
+    #[test]
+    fn held_messages_keep_arrival_order_one_or_many() {
+        let mut slot = None;
+        held(&mut slot, &[1]);
+        assert!(matches!(slot, Some(Pending::One(_))), "one: no queue");
+        assert_eq!(Pending::pop(&mut slot).map(|h| tag(h.as_ref())), Some(1));
+        assert!(slot.is_none() && Pending::pop(&mut slot).is_none());
+        held(&mut slot, &[1, 2, 3]);
+        assert!(Pending::remove(&mut slot, |h| tag(h) == 2));
+        assert!(!Pending::remove(&mut slot, |h| tag(h) == 2));
+        held(&mut slot, &[4]);
+        let order: Vec<u32> = std::iter::from_fn(|| Pending::pop(&mut slot))
+            .map(|h| tag(h.as_ref()))
+            .collect();
+        assert_eq!(order, [1, 3, 4]);
+        assert!(slot.is_none(), "emptied");
+        held(&mut slot, &[5]);
+        assert!(Pending::remove(&mut slot, |h| tag(h) == 5) && slot.is_none());
+        held(&mut slot, &[6]);
+        let one: Vec<u32> = Pending::drain(slot.take())
+            .map(|h| tag(h.as_ref()))
+            .collect();
+        assert_eq!(one, [6]);
+        held(&mut slot, &[7, 8]);
+        let many: Vec<u32> = Pending::drain(slot.take())
+            .map(|h| tag(h.as_ref()))
+            .collect();
+        assert_eq!(many, [7, 8]);
+        assert_eq!(Pending::drain(None).count(), 0);
+    }
+}
