@@ -72,8 +72,57 @@ thread_local! {
 
 struct Entity(Count);
 
+thread_local! {
+    /// Where each entity's actor object lies, in the order they start
+    /// (`Some` while `e2` or `e2_direct` probes, with `LAYOUT_PROBE` set).
+    static PROBE: RefCell<Option<Vec<usize>>> = const { RefCell::new(None) };
+}
+
+/// Starts probing where the entities lie, if `LAYOUT_PROBE` is set.
+fn probe_start() {
+    if std::env::var_os("LAYOUT_PROBE").is_some() {
+        PROBE.with(|p| *p.borrow_mut() = Some(Vec::new()));
+    }
+}
+
+/// With `LAYOUT_PROBE` set: how far apart consecutive entities' actor
+/// objects lie (the commonest steps between two, and how many go up), on
+/// stderr, before the timed part (`docs/entities.md`, "Where the entities
+/// lie").
+fn probe_report(what: &str) {
+    PROBE.with(|p| {
+        let Some(v) = p.borrow_mut().take() else {
+            return;
+        };
+        let mut deltas: std::collections::HashMap<isize, usize> = Default::default();
+        let mut up = 0;
+        for w in v.windows(2) {
+            let d = w[1] as isize - w[0] as isize;
+            *deltas.entry(d).or_default() += 1;
+            if d > 0 {
+                up += 1;
+            }
+        }
+        let mut top: Vec<_> = deltas.into_iter().collect();
+        top.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
+        top.truncate(6);
+        eprintln!(
+            "probe {what}: n={} increasing={} top strides={:?} first={:x?}",
+            v.len(),
+            up,
+            top,
+            &v[..v.len().min(4)]
+        );
+    });
+}
+
 impl Actor for Entity {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        PROBE.with(|p| {
+            if let Some(probe) = p.borrow_mut().as_mut() {
+                probe.push(self as *const Self as usize);
+            }
+        });
         INSTANCES.with(|i| {
             if let Some(instances) = i.borrow_mut().as_mut() {
                 instances.push(ctx.address().clone());
@@ -267,6 +316,7 @@ fn e1() {
 fn e2(workload: &str, in_order: bool, via: Via) {
     let keys = live_keys();
     let total = n(N_STEADY);
+    probe_start();
     if via == Via::Instances {
         INSTANCES.with(|i| *i.borrow_mut() = Some(Vec::new()));
     }
@@ -286,6 +336,7 @@ fn e2(workload: &str, in_order: bool, via: Via) {
         system.send(&root, Actors(actors)).expect("instances");
         system.locality().run_until_idle(Instant::now());
     }
+    probe_report(workload);
     count.hits.set(0);
     count.target.set(total);
     timed(workload, total, system, &root, Go(Some(set), total));
@@ -332,6 +383,7 @@ impl Direct {
 fn e2_direct(workload: &str, in_order: bool) {
     let keys = live_keys();
     let total = n(N_STEADY);
+    probe_start();
     let mut system = System::new().expect("system");
     let root = system
         .spawn_root(Direct {
@@ -358,6 +410,9 @@ fn e2_direct(workload: &str, in_order: bool) {
         })
         .collect();
     system.send(&root, Actors(actors)).expect("actors");
+    // Started before the clock, as the sets' entities are.
+    system.locality().run_until_idle(Instant::now());
+    probe_report(workload);
     timed(workload, total, system, &root, Go(None, total));
 }
 

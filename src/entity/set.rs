@@ -4,10 +4,12 @@
 //! routed, for their cancellation, in `set/requests.rs`.
 
 mod instances;
+mod pending;
 mod requests;
 
 pub(super) use self::instances::Live;
 use self::instances::{Asked, Entity, Held, Phase, Plain};
+use self::pending::Pending;
 use self::requests::Asking;
 
 use super::entity_ref::{EntityRef, ForInstance};
@@ -482,11 +484,7 @@ where
                 Err(error) => return self.refuse(held, error, ctx),
             },
         };
-        self.table
-            .get_mut(idx)
-            .pending
-            .get_or_insert_default()
-            .push_back(held);
+        Pending::push(&mut self.table.get_mut(idx).pending, held);
         self.buffered += 1;
         self.publish();
     }
@@ -570,7 +568,7 @@ where
             let e = self.table.get_mut(idx);
             let pending = e.pending.take();
             let waiting = e.phase == Phase::Waiting;
-            for held in pending.into_iter().flat_map(|p| *p) {
+            for held in Pending::drain(pending) {
                 self.buffered -= 1;
                 self.refuse(held, error.clone(), ctx);
             }

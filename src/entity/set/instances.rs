@@ -3,6 +3,7 @@
 //! passivated, gone, restarted; room under the cap; idle time.
 
 use super::EntitySet;
+use super::pending::Pending;
 use crate::actor::Actor;
 use crate::address::Address;
 use crate::arena::Key;
@@ -13,7 +14,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
 use crate::request::{Request, RequestId, RequestMsg};
 use crate::supervisor::ChildId;
-use std::collections::VecDeque;
+use crate::supervisor::restart::RestartPolicy;
 use std::fmt::Display;
 use std::hash::Hash;
 use std::time::Instant;
@@ -50,10 +51,9 @@ pub(super) struct Entity {
     /// When it was last moved to the front of the list of use, at most
     /// `granularity` before `last_active`.
     pub(super) linked_at: Instant,
-    /// Messages waiting for the next instance. Boxed on purpose: most
-    /// entities have none, and the record stays a word long for them.
-    #[allow(clippy::box_collection)]
-    pub(super) pending: Option<Box<VecDeque<Box<dyn Held>>>>,
+    /// Messages waiting for the next instance: the first inline, a
+    /// (boxed) queue from the second on.
+    pub(super) pending: Option<Pending>,
 }
 
 /// A message held for an entity until it is live.
@@ -164,11 +164,16 @@ where
                 .with_context(format!("entity set {}: no entity for {key}", self.name))
                 .caused_by(e)
         })?;
-        let mut first = Some(first);
         let name = format!("{}/{key}", self.name);
-        let builder = ctx
-            .spawn_with(move || first.take().unwrap_or_else(|| factory(&key)))
-            .name(name);
+        // Without restarts the core never calls a factory again: none is
+        // kept (an allocation less between two entities' spawns).
+        let builder = if self.children.restart == RestartPolicy::Never {
+            ctx.spawn(first)
+        } else {
+            let mut first = Some(first);
+            ctx.spawn_with(move || first.take().unwrap_or_else(|| factory(&key)))
+        };
+        let builder = builder.name(name);
         let address = self.children.apply(builder).finish()?;
         let actor = ctx
             .core
@@ -270,7 +275,7 @@ where
         if e.phase == Phase::Waiting {
             self.waiting.retain(|&w| w != idx);
         }
-        for held in e.pending.into_iter().flat_map(|p| *p) {
+        for held in Pending::drain(e.pending) {
             self.buffered -= 1;
             self.refuse(held, error.clone(), ctx);
         }
@@ -352,16 +357,9 @@ where
         while self.table.get(idx).pending.is_some()
             && let Some(dest) = self.live_at(idx, ctx.core)
         {
-            let e = self.table.get_mut(idx);
-            let Some(queue) = e.pending.as_deref_mut() else {
+            let Some(held) = Pending::pop(&mut self.table.get_mut(idx).pending) else {
                 break;
             };
-            let Some(held) = queue.pop_front() else {
-                break;
-            };
-            if queue.is_empty() {
-                e.pending = None;
-            }
             self.buffered -= 1;
             let id = held.request_id();
             let fine = held.deliver(ctx.core, ctx.me, dest);

@@ -3,6 +3,7 @@
 //! request, or drops it while it is held.
 
 use super::EntitySet;
+use super::pending::Pending;
 use crate::actor::Actor;
 use crate::arena::Key;
 use crate::context::Context;
@@ -43,14 +44,7 @@ where
         };
         if asking.at == Key::NONE {
             let e = self.table.get_mut(idx);
-            let Some(queue) = e.pending.as_deref_mut() else {
-                return;
-            };
-            if let Some(at) = queue.iter().position(|h| h.request_id() == Some(cancel.id)) {
-                drop(queue.remove(at));
-                if queue.is_empty() {
-                    e.pending = None;
-                }
+            if Pending::remove(&mut e.pending, |h| h.request_id() == Some(cancel.id)) {
                 self.buffered -= 1;
                 self.publish();
             }
