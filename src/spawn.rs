@@ -165,9 +165,6 @@ fn spawn_from<A: Actor>(
         state: ActorState::New,
         hooks,
     });
-    if tracing::level_enabled!(tracing::Level::DEBUG) {
-        log_spawned(&address);
-    }
     start_lifecycle(core, &address);
     if let Some(flag) = flag {
         crate::supervisor::flag::arm(core, me, flag);
@@ -270,9 +267,6 @@ pub(crate) fn spawn_plain<A: Actor>(
         state: ActorState::New,
         hooks,
     });
-    if tracing::level_enabled!(tracing::Level::DEBUG) {
-        log_spawned(&address);
-    }
     start_lifecycle(core, &address);
     address
 }
@@ -300,8 +294,13 @@ impl Envelope<Core> for InitEnvelope {
     }
 }
 
-/// Queues `Init` for the freshly spawned actor at `address`.
+/// The debug line of a spawn (if enabled), then `Init` queued for the
+/// freshly spawned actor at `address`.
+#[inline(always)]
 fn start_lifecycle(core: &mut Core, address: &Address) {
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        log_spawned(address);
+    }
     core.enqueue(InitEnvelope {
         address: address.key(),
     });
