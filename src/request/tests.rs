@@ -358,3 +358,117 @@ fn a_request_cancelled_by_its_own_server_while_lent_is_answered_once() {
     assert_eq!(drops.load(Relaxed), 1);
     assert_eq!(locality.stats().dropped_late_replies, 1);
 }
+
+/// A second payload type, for a client that alternates two.
+struct Other {
+    text: String,
+    drops: Arc<AtomicUsize>,
+}
+impl Drop for Other {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Relaxed);
+    }
+}
+impl Request for Other {
+    type Response = usize;
+}
+
+/// Requests one at a time, a `Counted` and an `Other` by turns, each sent
+/// when the last one's response came back (so the spare given back last is
+/// always of the other type).
+struct Alternating {
+    server: Address,
+    left: u32,
+    drops: Arc<AtomicUsize>,
+    log: Rc<RefCell<Vec<String>>>,
+}
+impl Alternating {
+    fn next(&mut self, ctx: &mut Context<'_, Self>) {
+        if self.left == 0 {
+            return;
+        }
+        self.left -= 1;
+        let drops = self.drops.clone();
+        if self.left.is_multiple_of(2) {
+            ctx.request(
+                &self.server,
+                Counted {
+                    n: self.left,
+                    drops,
+                },
+                SECOND,
+            );
+        } else {
+            let text = "x".repeat(self.left as usize);
+            ctx.request(&self.server, Other { text, drops }, SECOND);
+        }
+    }
+}
+impl Actor for Alternating {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|s: &mut Self, _: &Go, ctx| s.next(ctx));
+        ctx.subscribe(|s: &mut Self, r: &Response<Counted>, ctx| {
+            let line = format!("{} -> {:?}", r.request().n, r.result().ok());
+            s.log.borrow_mut().push(line);
+            s.next(ctx);
+        });
+        ctx.subscribe(|s: &mut Self, r: &Response<Other>, ctx| {
+            let line = format!("{} -> {:?}", r.request().text.len(), r.result().ok());
+            s.log.borrow_mut().push(line);
+            s.next(ctx);
+        });
+    }
+}
+
+struct Both;
+impl Actor for Both {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|_: &mut Self, q: &RequestMsg<Counted>, ctx| ctx.reply(q, q.payload().n + 1));
+        ctx.subscribe(|_: &mut Self, q: &RequestMsg<Other>, ctx| {
+            ctx.reply(q, q.payload().text.len() * 2)
+        });
+    }
+}
+
+#[test]
+fn two_payload_types_by_turns_each_get_their_own_replies_and_keep_few_spares() {
+    const ROUNDS: u32 = 40;
+    let mut locality = Locality::new();
+    let t0 = locality.now();
+    let root = locality
+        .spawn_root(Supervisor)
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .expect("root");
+    let server = locality.spawn(&root, Both).finish().expect("server");
+    let (drops, log) = (Arc::new(AtomicUsize::new(0)), Rc::default());
+    let client = Alternating {
+        server,
+        left: ROUNDS,
+        drops: drops.clone(),
+        log: Rc::clone(&log),
+    };
+    let client = locality.spawn(&root, client).finish().expect("client");
+    locality.run_until_idle(t0);
+    locality.send(&client, Go).expect("go");
+    locality.run_until_idle(t0);
+
+    let expected: Vec<String> = (0..ROUNDS)
+        .rev()
+        .map(|left| match left % 2 {
+            0 => format!("{left} -> Some({})", left + 1),
+            _ => format!("{left} -> Some({})", left * 2),
+        })
+        .collect();
+    assert_eq!(*log.borrow(), expected, "each type its own reply, in turn");
+    assert_eq!(
+        drops.load(Relaxed),
+        ROUNDS as usize,
+        "each payload dropped once"
+    );
+    // The spare given back last was always of the other type: each type's
+    // spares are kept for it (not piled up: one or two each).
+    let payloads = &locality.core_mut().payloads;
+    assert!((1..=2).contains(&payloads.spares::<Counted>()));
+    assert!((1..=2).contains(&payloads.spares::<Other>()));
+}
