@@ -359,15 +359,11 @@ fn a_request_cancelled_by_its_own_server_while_lent_is_answered_once() {
     assert_eq!(locality.stats().dropped_late_replies, 1);
 }
 
-/// A second payload type, for a client that alternates two.
+/// A second payload type, for a client that alternates two (its drop
+/// counted by the `Counted` inside it).
 struct Other {
     text: String,
-    drops: Arc<AtomicUsize>,
-}
-impl Drop for Other {
-    fn drop(&mut self) {
-        self.drops.fetch_add(1, Relaxed);
-    }
+    _counted: Counted,
 }
 impl Request for Other {
     type Response = usize;
@@ -400,7 +396,8 @@ impl Alternating {
             );
         } else {
             let text = "x".repeat(self.left as usize);
-            ctx.request(&self.server, Other { text, drops }, SECOND);
+            let _counted = Counted { n: 0, drops };
+            ctx.request(&self.server, Other { text, _counted }, SECOND);
         }
     }
 }
