@@ -79,8 +79,10 @@ enum Repr {
         seq_lo: u32,
     },
     /// An address with a name of its own (an owned name, an identity's
-    /// label): one allocation, shared by the clones.
-    Labelled(Arc<Labelled>),
+    /// label): one allocation, shared by the clones. Its locality's id is
+    /// kept beside it, so that a send (which compares ids) does not read
+    /// the label.
+    Labelled { locality: u32, label: Arc<Labelled> },
 }
 
 /// The names an address owns, and its locality (so that a clone still
@@ -90,6 +92,69 @@ struct Labelled {
     actor: ActorName,
     seq: u64,
     identity: Option<Cow<'static, str>>,
+}
+
+/// Spare labelled parts of addresses, made in batches: the addresses of
+/// actors with names of their own (an entity's `set/key`) take theirs from
+/// here, so that their labels lie together, apart from the actors, and
+/// actors spawned one after another lie back to back (docs/entities.md,
+/// "Where the entities lie"). At most [`Labels::BATCH`] are kept spare.
+#[derive(Default)]
+pub(crate) struct Labels {
+    spare: Vec<Arc<Labelled>>,
+}
+
+impl Labels {
+    /// How many labels are made at once.
+    const BATCH: usize = 32;
+    /// The room for a name that a spare label has (names that fit are
+    /// copied into it; longer ones are kept as they come).
+    const NAME: usize = 32;
+
+    /// A label for `name`, the `seq`-th actor of `locality`, unshared.
+    fn take(&mut self, locality: &Arc<LocalityShared>, name: String, seq: u64) -> Arc<Labelled> {
+        let mut label = match self.spare.pop() {
+            Some(label) => label,
+            None => self.refill(locality),
+        };
+        debug_assert!(Arc::ptr_eq(&label.locality, locality), "one pool per core");
+        match Arc::get_mut(&mut label) {
+            Some(blank) => {
+                blank.seq = seq;
+                match &mut blank.actor {
+                    ActorName::Own(Cow::Owned(text)) if text.capacity() >= name.len() => {
+                        text.clear();
+                        text.push_str(&name);
+                    }
+                    other => *other = ActorName::Own(Cow::Owned(name)),
+                }
+                label
+            }
+            // Spare labels are never shared; should one be, a new one does.
+            None => Arc::new(Labelled {
+                locality: locality.clone(),
+                actor: ActorName::Own(Cow::Owned(name)),
+                seq,
+                identity: None,
+            }),
+        }
+    }
+
+    /// Makes a batch of blank labels: keeps all but one, returns that one.
+    #[cold]
+    fn refill(&mut self, locality: &Arc<LocalityShared>) -> Arc<Labelled> {
+        let blank = || {
+            Arc::new(Labelled {
+                locality: locality.clone(),
+                actor: ActorName::Own(Cow::Owned(String::with_capacity(Self::NAME))),
+                seq: 0,
+                identity: None,
+            })
+        };
+        self.spare.reserve_exact(Self::BATCH);
+        self.spare.extend((1..Self::BATCH).map(|_| blank()));
+        blank()
+    }
 }
 
 /// The name of the actor an address belongs to.
@@ -118,6 +183,22 @@ impl Address {
         Address::with_name(locality, key, actor, seq, identity)
     }
 
+    /// An actor's main address with a name of its own (`actor`, owned), its
+    /// labelled part taken from `labels` (see [`Labels`]).
+    pub(crate) fn owned_name(
+        labels: &mut Labels,
+        locality: &Arc<LocalityShared>,
+        key: Key,
+        actor: String,
+        seq: u64,
+    ) -> Address {
+        let repr = Repr::Labelled {
+            locality: locality.id,
+            label: labels.take(locality, actor, seq),
+        };
+        Address { key, repr }
+    }
+
     /// The main address of a plain actor, its name interned as `name`: no allocation.
     pub(crate) fn interned(
         locality: Arc<LocalityShared>,
@@ -132,7 +213,7 @@ impl Address {
     pub(crate) fn identity_of(owner: &Address, key: Key, label: Cow<'static, str>) -> Address {
         let actor = match &owner.repr {
             Repr::Plain { name, .. } => ActorName::Interned(NameId(u32::from(*name))),
-            Repr::Labelled(l) => match &l.actor {
+            Repr::Labelled { label: l, .. } => match &l.actor {
                 ActorName::Interned(id) => ActorName::Interned(*id),
                 ActorName::Own(text) => ActorName::Own(text.clone()),
             },
@@ -161,12 +242,15 @@ impl Address {
                 seq_hi,
                 seq_lo: seq as u32,
             },
-            None => Repr::Labelled(Arc::new(Labelled {
-                locality,
-                actor,
-                seq,
-                identity,
-            })),
+            None => Repr::Labelled {
+                locality: locality.id,
+                label: Arc::new(Labelled {
+                    locality,
+                    actor,
+                    seq,
+                    identity,
+                }),
+            },
         };
         Address { key, repr }
     }
@@ -181,7 +265,7 @@ impl Address {
     pub(crate) fn locality(&self) -> &Arc<LocalityShared> {
         match &self.repr {
             Repr::Plain { locality, .. } => locality,
-            Repr::Labelled(l) => &l.locality,
+            Repr::Labelled { label: l, .. } => &l.locality,
         }
     }
 
@@ -191,20 +275,24 @@ impl Address {
     pub(crate) fn is_of(&self, shared: &Arc<LocalityShared>) -> bool {
         match &self.repr {
             Repr::Plain { locality, .. } => Arc::ptr_eq(locality, shared),
-            Repr::Labelled(l) => Arc::ptr_eq(&l.locality, shared),
+            // Ids are unique among live localities, and the address keeps its own alive.
+            Repr::Labelled { locality, .. } => *locality == shared.id,
         }
     }
 
     #[inline]
     pub(crate) fn locality_id(&self) -> u32 {
-        self.locality().id
+        match &self.repr {
+            Repr::Plain { locality, .. } => locality.id,
+            Repr::Labelled { locality, .. } => *locality,
+        }
     }
 
     /// The number of the actor on its locality (`#n` in `Display`).
     pub(crate) fn seq(&self) -> u64 {
         match &self.repr {
             Repr::Plain { seq_hi, seq_lo, .. } => u64::from(*seq_hi) << 32 | u64::from(*seq_lo),
-            Repr::Labelled(l) => l.seq,
+            Repr::Labelled { label: l, .. } => l.seq,
         }
     }
 
@@ -269,7 +357,7 @@ impl Address {
     pub fn actor_name(&self) -> &str {
         match &self.repr {
             Repr::Plain { locality, name, .. } => interned(locality, NameId(u32::from(*name))),
-            Repr::Labelled(l) => match &l.actor {
+            Repr::Labelled { label: l, .. } => match &l.actor {
                 ActorName::Interned(id) => interned(&l.locality, *id),
                 ActorName::Own(text) => text,
             },
@@ -307,7 +395,7 @@ impl fmt::Display for Address {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let locality = &self.locality().name;
         write!(f, "{locality}/{}#{}", self.actor_name(), self.seq())?;
-        if let Repr::Labelled(l) = &self.repr
+        if let Repr::Labelled { label: l, .. } = &self.repr
             && let Some(id) = &l.identity
         {
             write!(f, ":{id}")?;
@@ -319,5 +407,51 @@ impl fmt::Display for Address {
 impl fmt::Debug for Address {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Address({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arena::Arena;
+
+    fn keys(n: usize) -> Vec<Key> {
+        let mut arena = Arena::default();
+        (0..n).map(|i| arena.insert(i)).collect()
+    }
+
+    #[test]
+    fn owned_names_take_labels_made_in_batches_and_keep_their_names() {
+        let locality = Arc::new(LocalityShared::new(Some("here".into())));
+        let mut labels = Labels::default();
+        let long = "x".repeat(Labels::NAME + 1);
+        let keys = keys(Labels::BATCH + 2);
+        let addresses: Vec<Address> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &key)| {
+                let name = match i {
+                    1 => long.clone(),
+                    _ => format!("set/key-{i}"),
+                };
+                Address::owned_name(&mut labels, &locality, key, name, i as u64 + 7)
+            })
+            .collect();
+        // One batch, less the one taken, less the rest; then a second batch.
+        assert_eq!(labels.spare.len(), 2 * Labels::BATCH - keys.len());
+        for (i, address) in addresses.iter().enumerate() {
+            let name = match i {
+                1 => long.clone(),
+                _ => format!("set/key-{i}"),
+            };
+            assert_eq!(address.actor_name(), name);
+            assert_eq!(address.to_string(), format!("here/{name}#{}", i + 7));
+            assert_eq!(address.key(), keys[i]);
+            assert!(address.is_of(&locality));
+        }
+        // A clone shares its label; the spare ones are unshared.
+        let clone = addresses[0].clone();
+        assert_eq!(clone.to_string(), addresses[0].to_string());
+        assert!(labels.spare.iter().all(|l| Arc::strong_count(l) == 1));
     }
 }

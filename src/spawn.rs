@@ -203,6 +203,7 @@ fn insert_cell(
         actors,
         routes,
         shared,
+        labels,
         ..
     } = core;
     let mut made = None;
@@ -218,6 +219,9 @@ fn insert_cell(
                 routes.add_address(|key| {
                     let address = match name {
                         Ok(id) => Address::interned(shared.clone(), key, id, seq),
+                        Err(Cow::Owned(name)) => {
+                            Address::owned_name(labels, shared, key, name, seq)
+                        }
                         Err(name) => Address::new(shared.clone(), key, name, seq, None),
                     };
                     made = Some(address.clone());

@@ -65,6 +65,8 @@ pub(crate) struct Core {
     outboxes: Vec<Outbox>,
     /// The name ids of the actor types spawned here (`shared.names`).
     pub(crate) type_names: crate::names::TypeNames,
+    /// Spare labels for addresses with names of their own.
+    pub(crate) labels: crate::address::Labels,
     /// Actors that keep the locality alive: roots, and children of
     /// supervisors on other localities.
     pub(super) anchors: usize,
@@ -116,6 +118,7 @@ impl Core {
             mail: Vec::new(),
             outboxes: Vec::new(),
             type_names: Default::default(),
+            labels: Default::default(),
             anchors: 0,
             finished: false,
             exit: None,
