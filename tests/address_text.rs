@@ -131,6 +131,44 @@ fn addresses_read_as_locality_actor_number_and_identity() {
 }
 
 #[test]
+fn many_actors_with_owned_names_each_keep_their_own_also_after_others_are_gone() {
+    // Owned names take labels made in batches: more actors than a batch,
+    // names shorter and longer than a label's room, some actors gone
+    // while new ones are made.
+    let mut system = System::named("app").expect("system");
+    let root = system
+        .spawn_root(Worker)
+        .supervisor(SupervisorConfig::default());
+    let root = root.finish().expect("root");
+    let name = |i: usize| match i % 3 {
+        0 => format!("w{i}"),
+        1 => format!("worker-with-a-name-longer-than-thirty-two-bytes-{i}"),
+        _ => format!("devices/device-{i}"),
+    };
+    let spawn = |system: &mut System, i: usize| {
+        let builder = system.spawn(&root, Worker).name(name(i));
+        builder.finish().expect("spawn")
+    };
+    let first: Vec<Address> = (0..100).map(|i| spawn(&mut system, i)).collect();
+    system.locality().run_until_idle(std::time::Instant::now());
+    for done in first.iter().step_by(2) {
+        system.shutdown(done).expect("shutdown");
+    }
+    system.locality().run_until_idle(std::time::Instant::now());
+    let second: Vec<Address> = (100..200).map(|i| spawn(&mut system, i)).collect();
+    system.locality().run_until_idle(std::time::Instant::now());
+    for (i, address) in first.iter().chain(&second).enumerate() {
+        assert_eq!(address.actor_name(), name(i));
+        assert_eq!(address.to_string(), format!("app/{}#{}", name(i), i + 2));
+    }
+    for (i, address) in first.iter().enumerate() {
+        let expected = (i % 2 == 1).then_some(ActorState::Operational);
+        assert_eq!(system.state_of(address), expected, "{address}");
+    }
+    assert_eq!(system.state_of(&second[99]), Some(ActorState::Operational));
+}
+
+#[test]
 fn an_address_stays_small() {
     // A pointer, a key and a packed name and number.
     assert!(std::mem::size_of::<Address>() <= 24);
