@@ -9,7 +9,9 @@
 //! protocol works between localities; between a leaf and its supervisor on
 //! one locality, four of them are direct calls (`supervisor::local`).
 
-use crate::actor::{ActorCell, ActorState, Hook, NO_EXTRAS, ParentLink, call_hook};
+use crate::actor::{
+    ActorCell, ActorState, Hook, NO_EXTRAS, ParentLink, call_hook, call_hook_known, skips,
+};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -327,9 +329,19 @@ pub(crate) fn on_init(core: &mut Core, me: Key) {
     if cell.state != ActorState::New {
         return;
     }
+    let hooks = cell.hooks;
     match cell.rare.as_deref() {
         // No timeout, no watchers: only the state changes.
-        None => set_cell_state(cell, ActorState::Initializing),
+        None => {
+            set_cell_state(cell, ActorState::Initializing);
+            // A plain leaf whose `init_start` is a known default: nothing
+            // runs between the two states, its votes are all ready.
+            if cell.supervisor.is_none() && skips(&core.type_names, Hook::InitStart, hooks) {
+                set_cell_state(cell, ActorState::Initialized);
+                let local = cell.parent.is_some();
+                return init_finish_plain(core, me, hooks, local);
+            }
+        }
         Some(rare) => {
             let timer = rare
                 .config
@@ -338,7 +350,7 @@ pub(crate) fn on_init(core: &mut Core, me: Key) {
             enter(core, me, ActorState::Initializing, timer);
         }
     }
-    call_hook(core, me, Hook::InitStart);
+    call_hook_known(core, me, Hook::InitStart, hooks);
     if !init_plain(core, me) {
         try_init(core, me);
     }
@@ -360,17 +372,25 @@ fn init_plain(core: &mut Core, me: Key) -> bool {
         return false;
     }
     set_cell_state(cell, ActorState::Initialized);
-    let local = cell.parent.is_some();
-    call_hook(core, me, Hook::InitFinish);
+    let (hooks, local) = (cell.hooks, cell.parent.is_some());
+    init_finish_plain(core, me, hooks, local);
+    true
+}
+
+/// The end of a plain leaf's init (it is INITIALIZED, `hooks` as its cell
+/// keeps them): `init_finish`, then its start by its supervisor here
+/// (`local`), or the message that asks for it.
+#[inline]
+fn init_finish_plain(core: &mut Core, me: Key, hooks: u16, local: bool) {
+    call_hook_known(core, me, Hook::InitFinish, hooks);
     if !local {
         to_self(core, me, SystemMsg::Start);
     } else if !supervisor::local::confirm_init(core, me) {
         let Some(child) = core.actors.get(me).map(|cell| ChildId::of(&cell.address)) else {
-            return true;
+            return;
         };
         ParentLink::send_of(core, me, |slot| SystemMsg::InitConfirm { slot, child });
     }
-    true
 }
 
 /// Counts the init votes; finishes init when all are ready.
@@ -457,11 +477,11 @@ pub(crate) fn on_start(core: &mut Core, me: Key) {
         return;
     }
     set_cell_state(cell, ActorState::Operational);
-    let supervisor = cell.supervisor.is_some();
+    let (supervisor, hooks) = (cell.supervisor.is_some(), cell.hooks);
     if watch::watched(cell) {
         watch::notify(core, me, LifecycleEvent::Started);
     }
-    call_hook(core, me, Hook::OnStart);
+    call_hook_known(core, me, Hook::OnStart, hooks);
     if supervisor {
         supervisor::start_children(core, me);
     }

@@ -5,7 +5,7 @@
 //! hears `ChildDown`.
 
 use super::{SystemMsg, enter, set_cell_state, state, to_self};
-use crate::actor::{ActorState, Hook, ParentLink, call_hook};
+use crate::actor::{ActorState, Hook, ParentLink, call_hook_known, skips};
 use crate::arena::Key;
 use crate::error::Error;
 use crate::locality::Core;
@@ -59,6 +59,7 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         return;
     }
     cell.reason = Some(reason);
+    let hooks = cell.hooks;
     let timer = cell.rare.as_deref().map(|r| {
         let after = r.config.shutdown_timeout;
         after.map(|after| (after, TimerAction::ShutdownTimeout))
@@ -66,6 +67,20 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
     if timer.is_none() {
         // No timeout, no watchers: only the state changes.
         set_cell_state(cell, ActorState::ShuttingDown);
+        // A plain leaf (no plugin state, no children, no user plugins)
+        // whose shutdown hooks are known defaults, and that no entity set
+        // counts: nothing runs before it finishes, its votes are all ready.
+        if cell.supervisor.is_none()
+            && !(before == ActorState::Operational && core.child_watch)
+            && !cell.actor.busy()
+            && (before < ActorState::Initializing
+                || skips(&core.type_names, Hook::ShutdownStart, hooks))
+            && skips(&core.type_names, Hook::ShutdownFinish, hooks)
+        {
+            set_cell_state(cell, ActorState::ShutDown);
+            let main = cell.address.key();
+            return finish_removal(core, me, main);
+        }
     }
     if before == ActorState::Operational && core.child_watch {
         // Its supervisor here may count it (an entity set's version).
@@ -79,7 +94,7 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         watch::notify(core, me, event);
     }
     if before >= ActorState::Initializing {
-        call_hook(core, me, Hook::ShutdownStart);
+        call_hook_known(core, me, Hook::ShutdownStart, hooks);
     }
     // A plain actor (no plugin state, no children: most leaves) has
     // nothing to deregister, unsubscribe, stop or unlink.
@@ -121,21 +136,33 @@ fn log_down(address: &crate::address::Address, reason: &Error) {
 
 fn finish_shutdown(core: &mut Core, me: Key) {
     // As in rotor, `shutdown_finish` sees SHUT_DOWN.
-    if let Some(cell) = core.actors.get_mut(me) {
-        set_cell_state(cell, ActorState::ShutDown);
-        if let Some(key) = cell
-            .rare
-            .as_deref_mut()
-            .and_then(|r| r.lifecycle_timer.take())
-        {
-            core.cancel_timer(key);
-        }
-    }
-    call_hook(core, me, Hook::ShutdownFinish);
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let main = cell.address.key();
+    set_cell_state(cell, ActorState::ShutDown);
+    let (hooks, main, rare) = (cell.hooks, cell.address.key(), cell.rare.is_some());
+    if let Some(key) = cell
+        .rare
+        .as_deref_mut()
+        .and_then(|r| r.lifecycle_timer.take())
+    {
+        core.cancel_timer(key);
+    }
+    // Skipped as a known default, the hook leaves the cell as it was.
+    if (call_hook_known(core, me, Hook::ShutdownFinish, hooks) || rare) && !finish_rare(core, me) {
+        return;
+    }
+    finish_removal(core, me, main);
+}
+
+/// What an actor with a rare part (or whose `shutdown_finish` ran) may
+/// hold besides its main address: subscriptions elsewhere, timers,
+/// requests, identities. `false` if the actor is gone.
+#[inline(never)]
+fn finish_rare(core: &mut Core, me: Key) -> bool {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return false;
+    };
     if let Some(rare) = cell.rare.as_deref_mut() {
         let (subscriptions, timers, requests, identities) = (
             std::mem::take(&mut rare.foreign_subscriptions),
@@ -152,6 +179,13 @@ fn finish_shutdown(core: &mut Core, me: Key) {
             crate::subscription::remove_address(core, address);
         }
     }
+    true
+}
+
+/// The end of actor `me` (SHUT_DOWN, its hooks done) at its `main`
+/// address: the address and the cell go, `should_restart` and its `Drop`
+/// run, and its supervisor hears of it.
+fn finish_removal(core: &mut Core, me: Key, main: Key) {
     crate::subscription::remove_address(core, main);
     crate::future::actor_gone(core, me);
     // Kept in an `Option`, dropped in place at the end (a cell is moved
