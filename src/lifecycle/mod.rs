@@ -25,7 +25,9 @@ use crate::supervisor::{self, ChildId};
 
 mod shutdown;
 
-pub(crate) use shutdown::{fail, on_shutdown_request, request_own_shutdown, try_shutdown};
+pub(crate) use shutdown::{
+    fail, on_shutdown_request, request_own_shutdown, stop_idle_leaf, try_shutdown,
+};
 
 /// Framework traffic between actors and their supervisors.
 #[derive(Debug)]

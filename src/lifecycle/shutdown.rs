@@ -51,12 +51,48 @@ pub(crate) fn fail(core: &mut Core, me: Key, error: Error) {
 
 /// Starts shutting the actor down (once; later requests are ignored).
 pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
+    let _ = shutdown_request(core, me, reason, None);
+}
+
+/// [`on_shutdown_request`] by a direct call from the supervisor of leaf
+/// `me` at `address` (`supervisor::local::stop_leaf`), shown by
+/// inspection as the message it stands for; only if the actor is a leaf
+/// none of whose code runs now. `Err` gives the reason back: send
+/// `ShutdownRequest`.
+pub(crate) fn stop_idle_leaf(
+    core: &mut Core,
+    me: Key,
+    address: Key,
+    reason: Error,
+) -> Result<(), Error> {
+    shutdown_request(core, me, reason, Some(address))
+}
+
+/// [`on_shutdown_request`], or [`stop_idle_leaf`] if `direct` (the
+/// leaf's address): one look at the cell for the checks and the request.
+#[inline(always)]
+fn shutdown_request(
+    core: &mut Core,
+    me: Key,
+    reason: Error,
+    direct: Option<Key>,
+) -> Result<(), Error> {
     let Some(cell) = core.actors.get_mut(me) else {
-        return;
+        return direct.map_or(Ok(()), |_| Err(reason));
     };
+    if let Some(address) = direct {
+        if cell.supervisor.is_some() || cell.actor.busy() {
+            return Err(reason);
+        }
+        if core.inspect.level >= 2 {
+            let code = reason.code();
+            crate::inspect::step(core, "ShutdownRequest", Some(code), None, address);
+            return shutdown_request(core, me, reason, None);
+        }
+    }
     let before = cell.state;
     if before >= ActorState::ShuttingDown {
-        return;
+        return Ok(());
     }
     cell.reason = Some(reason);
     let hooks = cell.hooks;
@@ -72,14 +108,15 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         // counts: nothing runs before it finishes, its votes are all ready.
         if cell.supervisor.is_none()
             && !(before == ActorState::Operational && core.child_watch)
-            && !cell.actor.busy()
+            && (direct.is_some() || !cell.actor.busy())
             && (before < ActorState::Initializing
                 || skips(&core.type_names, Hook::ShutdownStart, hooks))
             && skips(&core.type_names, Hook::ShutdownFinish, hooks)
         {
             set_cell_state(cell, ActorState::ShutDown);
             let main = cell.address.key();
-            return finish_removal(core, me, main);
+            finish_removal(core, me, main);
+            return Ok(());
         }
     }
     if before == ActorState::Operational && core.child_watch {
@@ -100,11 +137,12 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
     // nothing to deregister, unsubscribe, stop or unlink.
     // Without user plugins either, its votes are all ready: it finishes.
     let Some(cell) = core.actors.get(me) else {
-        return;
+        return Ok(());
     };
     if cell.rare.is_none() && cell.supervisor.is_none() {
         if cell.state == ActorState::ShuttingDown && !cell.actor.has_plugins() {
-            return finish_shutdown(core, me);
+            finish_shutdown(core, me);
+            return Ok(());
         }
     } else {
         crate::plugin::registry::deregister_all(core, me);
@@ -113,6 +151,7 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         link::unlink_clients(core, me);
     }
     try_shutdown(core, me);
+    Ok(())
 }
 
 /// Counts the shutdown votes (in reverse plugin order); finishes when all are ready.

@@ -146,13 +146,7 @@ pub(crate) fn stop_leaf(core: &mut Core, child: ChildId, reason: Error) -> Resul
     let Some(actor) = core.routes.address(address).map(|slot| slot.owner) else {
         return Err(reason);
     };
-    if !core.actors.get(actor).is_some_and(idle_leaf) {
-        return Err(reason);
-    }
-    let code = reason.code();
-    crate::inspect::step(core, "ShutdownRequest", Some(code), None, address);
-    lifecycle::on_shutdown_request(core, actor, reason);
-    Ok(())
+    lifecycle::stop_idle_leaf(core, actor, address, reason)
 }
 
 /// Leaf `child` (removed: the locality holds it no more) has shut down:
@@ -180,23 +174,6 @@ pub(crate) fn report_down(
     let Some(sup_key) = core.routes.address(sup_address).map(|info| info.owner) else {
         return Err(reason);
     };
-    let Some(sup_cell) = core.actors.get_mut(sup_key) else {
-        return Err(reason);
-    };
-    if sup_cell.actor.busy() {
-        return Err(reason);
-    }
-    if sup_cell
-        .supervisor
-        .as_deref_mut()
-        .and_then(|s| s.child_mut(slot, child))
-        .is_none()
-    {
-        return Err(reason);
-    }
-    let code = reason.code();
-    let child_key = child.local_key(core.id());
-    crate::inspect::step(core, "ChildDown", Some(code), child_key, sup_address);
-    restart::child_gone(core, sup_key, slot, reason, restart);
-    Ok(())
+    let down = restart::DownHere { child, sup_address };
+    restart::child_down_here(core, sup_key, slot, down, reason, restart)
 }
