@@ -32,7 +32,18 @@ pub(super) fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> 
         }
     };
     let address = spawn_plain(core, link, registry, actor);
-    add_child(core, parent, slot, Some(address.clone()), None);
+    // `add_child` without supervision.
+    let sup = crate::supervisor::sup_mut(core, parent).expect("checked by parent_cell");
+    let inserted = sup.children.insert(ChildRecord {
+        address: Some(address.clone()),
+        state: ChildState::Initializing,
+        initializing: true,
+    });
+    debug_assert_eq!(
+        inserted, slot,
+        "nothing was added to the supervisor meanwhile"
+    );
+    sup.initializing += 1;
     Ok(address)
 }
 

@@ -341,7 +341,8 @@ pub(crate) fn on_init(core: &mut Core, me: Key) {
             if cell.supervisor.is_none() && skips(&core.type_names, Hook::InitStart, hooks) {
                 set_cell_state(cell, ActorState::Initialized);
                 let local = cell.parent.is_some();
-                return init_finish_plain(core, me, hooks, local);
+                let leaf = supervisor::local::Leaf::of(cell);
+                return init_finish_plain(core, me, hooks, local, leaf);
             }
         }
         Some(rare) => {
@@ -375,19 +376,33 @@ fn init_plain(core: &mut Core, me: Key) -> bool {
     }
     set_cell_state(cell, ActorState::Initialized);
     let (hooks, local) = (cell.hooks, cell.parent.is_some());
-    init_finish_plain(core, me, hooks, local);
+    let leaf = supervisor::local::Leaf::of(cell);
+    init_finish_plain(core, me, hooks, local, leaf);
     true
 }
 
 /// The end of a plain leaf's init (it is INITIALIZED, `hooks` as its cell
-/// keeps them): `init_finish`, then its start by its supervisor here
-/// (`local`), or the message that asks for it.
+/// keeps them, `leaf` as `Leaf::of` read it): `init_finish`, then its
+/// start by its supervisor here (`local`), or the message that asks for it.
 #[inline]
-fn init_finish_plain(core: &mut Core, me: Key, hooks: u16, local: bool) {
-    call_hook_known(core, me, Hook::InitFinish, hooks);
+fn init_finish_plain(
+    core: &mut Core,
+    me: Key,
+    hooks: u16,
+    local: bool,
+    leaf: Option<supervisor::local::Leaf>,
+) {
+    // Skipped as a known default, the hook leaves the cell as `leaf` read it.
+    let ran = call_hook_known(core, me, Hook::InitFinish, hooks);
     if !local {
-        to_self(core, me, SystemMsg::Start);
-    } else if !supervisor::local::confirm_init(core, me) {
+        return to_self(core, me, SystemMsg::Start);
+    }
+    let confirmed = match (ran, leaf) {
+        (false, Some(leaf)) => supervisor::local::confirm_leaf_init(core, me, leaf),
+        (false, None) => false,
+        (true, _) => supervisor::local::confirm_init(core, me),
+    };
+    if !confirmed {
         let Some(child) = core.actors.get(me).map(|cell| ChildId::of(&cell.address)) else {
             return;
         };

@@ -38,24 +38,55 @@ fn idle_leaf(cell: &ActorCell) -> bool {
     cell.supervisor.is_none() && !cell.actor.busy()
 }
 
+/// What [`confirm_init`] needs of a leaf, read with its cell.
+#[derive(Clone, Copy)]
+pub(crate) struct Leaf {
+    sup_address: Key,
+    slot: usize,
+    /// Its main address's key and locality.
+    mine: (Key, u32),
+}
+
+impl Leaf {
+    /// The leaf at `cell`, if it is an idle leaf with a supervisor here.
+    #[inline]
+    pub(crate) fn of(cell: &ActorCell) -> Option<Leaf> {
+        let Some(Parent::Local {
+            key: sup_address,
+            slot,
+        }) = cell.parent().filter(|_| idle_leaf(cell))
+        else {
+            return None;
+        };
+        // The supervisor's record of this child holds a clone of its
+        // address: the same key on the same locality.
+        let mine = (cell.address.key(), cell.address.locality_id());
+        Some(Leaf {
+            sup_address,
+            slot,
+            mine,
+        })
+    }
+}
+
 /// Leaf `me` has initialized: if its supervisor lives here and is
 /// operational, confirm by a direct call, and be started at once unless a
 /// synchronized start holds it. `false`: nothing was done, send
 /// `InitConfirm`.
 pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
-    let Some(cell) = core.actors.get(me) else {
-        return false;
-    };
-    let Some(Parent::Local {
-        key: sup_address,
+    match core.actors.get(me).and_then(Leaf::of) {
+        Some(leaf) => confirm_leaf_init(core, me, leaf),
+        None => false,
+    }
+}
+
+/// [`confirm_init`] for the leaf `me` as its cell is now (`leaf`).
+pub(crate) fn confirm_leaf_init(core: &mut Core, me: Key, leaf: Leaf) -> bool {
+    let Leaf {
+        sup_address,
         slot,
-    }) = cell.parent().filter(|_| idle_leaf(cell))
-    else {
-        return false;
-    };
-    // The supervisor's record of this child holds a clone of its address:
-    // the same key on the same locality.
-    let mine = (cell.address.key(), cell.address.locality_id());
+        mine,
+    } = leaf;
     let Some(sup_key) = core.routes.address(sup_address).map(|info| info.owner) else {
         return false;
     };
