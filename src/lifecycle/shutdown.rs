@@ -225,7 +225,12 @@ fn finish_rare(core: &mut Core, me: Key) -> bool {
 /// address: the address and the cell go, `should_restart` and its `Drop`
 /// run, and its supervisor hears of it.
 fn finish_removal(core: &mut Core, me: Key, main: Key) {
-    crate::subscription::remove_address(core, main);
+    // An address without subscriptions (most), when nothing remembers
+    // removed addresses: only its slot goes.
+    let quiet = core.inspect.level == 0 && core.dead_letters.is_none();
+    if !quiet || core.routes.remove_unsubscribed(main).is_none() {
+        crate::subscription::remove_address(core, main);
+    }
     crate::future::actor_gone(core, me);
     // Kept in an `Option`, dropped in place at the end (a cell is moved
     // once, out of the arena, not again into the drop's panic guard).
