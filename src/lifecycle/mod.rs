@@ -384,7 +384,7 @@ fn init_plain(core: &mut Core, me: Key) -> bool {
 /// The end of a plain leaf's init (it is INITIALIZED, `hooks` as its cell
 /// keeps them, `leaf` as `Leaf::of` read it): `init_finish`, then its
 /// start by its supervisor here (`local`), or the message that asks for it.
-#[inline]
+#[inline(always)]
 fn init_finish_plain(
     core: &mut Core,
     me: Key,
