@@ -5,7 +5,7 @@
 //! hears `ChildDown`.
 
 use super::{SystemMsg, enter, set_cell_state, state, to_self};
-use crate::actor::{ActorState, Hook, ParentLink, call_hook_known, skips};
+use crate::actor::{ActorCell, ActorState, Hook, ParentLink, call_hook_known, skips};
 use crate::arena::Key;
 use crate::error::Error;
 use crate::locality::Core;
@@ -51,7 +51,7 @@ pub(crate) fn fail(core: &mut Core, me: Key, error: Error) {
 
 /// Starts shutting the actor down (once; later requests are ignored).
 pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
-    let _ = shutdown_request(core, me, reason, None);
+    let _ = shutdown_request(core, me, reason, false);
 }
 
 /// [`on_shutdown_request`] by a direct call from the supervisor of leaf
@@ -65,30 +65,28 @@ pub(crate) fn stop_idle_leaf(
     address: Key,
     reason: Error,
 ) -> Result<(), Error> {
-    shutdown_request(core, me, reason, Some(address))
-}
-
-/// [`on_shutdown_request`], or [`stop_idle_leaf`] if `direct` (the
-/// leaf's address): one look at the cell for the checks and the request.
-#[inline(always)]
-fn shutdown_request(
-    core: &mut Core,
-    me: Key,
-    reason: Error,
-    direct: Option<Key>,
-) -> Result<(), Error> {
-    let Some(cell) = core.actors.get_mut(me) else {
-        return direct.map_or(Ok(()), |_| Err(reason));
-    };
-    if let Some(address) = direct {
-        if cell.supervisor.is_some() || cell.actor.busy() {
+    if core.inspect.level >= 2 {
+        let idle = |c: &ActorCell| c.supervisor.is_none() && !c.actor.busy();
+        if !core.actors.get(me).is_some_and(idle) {
             return Err(reason);
         }
-        if core.inspect.level >= 2 {
-            let code = reason.code();
-            crate::inspect::step(core, "ShutdownRequest", Some(code), None, address);
-            return shutdown_request(core, me, reason, None);
-        }
+        let code = reason.code();
+        crate::inspect::step(core, "ShutdownRequest", Some(code), None, address);
+        on_shutdown_request(core, me, reason);
+        return Ok(());
+    }
+    shutdown_request(core, me, reason, true)
+}
+
+/// [`on_shutdown_request`], or [`stop_idle_leaf`] if `direct` (without
+/// inspection): one look at the cell for the checks and the request.
+#[inline(always)]
+fn shutdown_request(core: &mut Core, me: Key, reason: Error, direct: bool) -> Result<(), Error> {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return if direct { Err(reason) } else { Ok(()) };
+    };
+    if direct && (cell.supervisor.is_some() || cell.actor.busy()) {
+        return Err(reason);
     }
     let before = cell.state;
     if before >= ActorState::ShuttingDown {
@@ -108,7 +106,7 @@ fn shutdown_request(
         // counts: nothing runs before it finishes, its votes are all ready.
         if cell.supervisor.is_none()
             && !(before == ActorState::Operational && core.child_watch)
-            && (direct.is_some() || !cell.actor.busy())
+            && (direct || !cell.actor.busy())
             && (before < ActorState::Initializing
                 || skips(&core.type_names, Hook::ShutdownStart, hooks))
             && skips(&core.type_names, Hook::ShutdownFinish, hooks)

@@ -167,6 +167,7 @@ pub(crate) fn confirm_leaf_init(core: &mut Core, me: Key, leaf: Leaf) -> bool {
 /// A child whose supervisor asks it to shut down: if it is a leaf here and
 /// nothing waits in the queue, does it by a direct call. `Err` gives the
 /// reason back: send `ShutdownRequest`.
+#[inline]
 pub(crate) fn stop_leaf(core: &mut Core, child: ChildId, reason: Error) -> Result<(), Error> {
     if !core.queue.is_empty() {
         return Err(reason);
@@ -184,6 +185,7 @@ pub(crate) fn stop_leaf(core: &mut Core, child: ChildId, reason: Error) -> Resul
 /// tells its supervisor here by a direct call if nothing waits in the
 /// queue and none of the supervisor's code runs. `Err` gives the reason
 /// back: send `ChildDown`.
+#[inline]
 pub(crate) fn report_down(
     core: &mut Core,
     parent: &ParentLink,
