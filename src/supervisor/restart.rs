@@ -185,9 +185,58 @@ pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, a
 /// [`child_gone`] by a direct call from leaf `child` here, which has shut
 /// down (`local::report_down`): only if the supervisor's code does not run
 /// now and `slot` still holds that child; shown by inspection as the
-/// `ChildDown` it stands for (to the supervisor's `sup_address`). The checks and the decision take one look
-/// at the supervisor's cell. `Err` gives the reason back: send `ChildDown`.
+/// `ChildDown` it stands for (to the supervisor's `sup_address`). The
+/// checks and the decision take one look at the supervisor's cell. `Err`
+/// gives the reason back: send `ChildDown`.
+///
+/// The usual case inline: a supervisor shutting down, whose hooks about
+/// its children are known defaults, forgets the child, and finishes once
+/// it was the last (as [`decide`] does then).
+#[inline]
 pub(crate) fn child_down_here(
+    core: &mut Core,
+    me: Key,
+    slot: usize,
+    down: DownHere,
+    reason: Error,
+    actor_says: bool,
+) -> Result<(), Error> {
+    if core.inspect.level < 2
+        && let Some(cell) = core.actors.get_mut(me)
+        && cell.state == ActorState::ShuttingDown
+        && let Some(sup) = cell.supervisor.as_deref_mut()
+        && !sup.hears(HOOK_SHUTDOWN)
+        && let hears_init = sup.hears(HOOK_INIT)
+        && let Some(record) = sup.child_mut(slot, down.child)
+        && !(record.initializing && hears_init)
+        && !cell.actor.busy()
+    {
+        if tracing::level_enabled!(tracing::Level::DEBUG) {
+            log_child_down(&cell.address, &ChildLabel(record.address.as_ref()), &reason);
+        }
+        let failed_init = record.initializing;
+        if failed_init {
+            sup.initializing -= 1;
+        }
+        if !sup.held.is_empty() {
+            sup.held.remove(&slot);
+        }
+        sup.children.remove(slot);
+        if !sup.supervised.is_empty() {
+            sup.supervised.remove(&slot);
+        }
+        let plugins = cell.hooks & NO_EXTRAS == 0 && cell.actor.has_plugins();
+        if sup.children.is_empty() || plugins {
+            lifecycle::try_shutdown(core, me);
+        }
+        return Ok(());
+    }
+    child_down_slow(core, me, slot, down, reason, actor_says)
+}
+
+/// [`child_down_here`] in the other cases.
+#[inline(never)]
+fn child_down_slow(
     core: &mut Core,
     me: Key,
     slot: usize,
