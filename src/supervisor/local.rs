@@ -143,10 +143,7 @@ pub(crate) fn confirm_leaf_init(core: &mut Core, me: Key, leaf: Leaf) -> bool {
     } else {
         record.state = ChildState::Started;
     }
-    let my_address = match core.inspect.level >= 2 {
-        true => core.actors.get(me).map(|c| c.address.key()),
-        false => None,
-    };
+    let my_address = (core.inspect.level >= 2).then_some(mine.0);
     if let Some(my_address) = my_address {
         crate::inspect::step(core, "InitConfirm", None, Some(my_address), sup_address);
     }
