@@ -23,7 +23,7 @@ use std::time::Duration;
 mod hooks;
 mod parent;
 
-pub(crate) use hooks::{NO_EXTRAS, call_hook, known_hooks};
+pub(crate) use hooks::{NO_EXTRAS, call_hook, call_hook_known, known_hooks, skips};
 pub(crate) use parent::{CellParent, Parent, ParentLink};
 
 /// User code that runs inside a supervisor, one message at a time.

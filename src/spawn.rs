@@ -165,7 +165,7 @@ fn spawn_from<A: Actor>(
         state: ActorState::New,
         hooks,
     });
-    start_lifecycle(core, &address);
+    start_lifecycle(core, me, &address);
     if let Some(flag) = flag {
         crate::supervisor::flag::arm(core, me, flag);
     }
@@ -260,7 +260,7 @@ pub(crate) fn spawn_plain<A: Actor>(
         actor,
         extras: None,
     };
-    let (_, address) = insert_cell(core, None, name, seq, |address| ActorCell {
+    let (me, address) = insert_cell(core, None, name, seq, |address| ActorCell {
         actor: Rc::new(RefCell::new(boxed)),
         address,
         parent,
@@ -271,7 +271,7 @@ pub(crate) fn spawn_plain<A: Actor>(
         state: ActorState::New,
         hooks,
     });
-    start_lifecycle(core, &address);
+    start_lifecycle(core, me, &address);
     address
 }
 
@@ -282,31 +282,32 @@ fn log_spawned(address: &Address) {
     tracing::debug!(actor = %address, "spawned");
 }
 
-/// `Init` for a freshly spawned actor, at its main `address`: one key, a
-/// small queue entry per spawn (two words; its owner is looked up, as a
-/// framework message's is).
+/// `Init` for a freshly spawned actor `actor`, at its main `address`: a
+/// small queue entry per spawn (three words). The actor is found by its
+/// key, not through its address: a cell and its main address go together,
+/// and a gone cell's key finds nothing.
 struct InitEnvelope {
     address: Key,
+    actor: Key,
 }
 
 impl Envelope<Core> for InitEnvelope {
     fn deliver(self, core: &mut Core) {
         crate::inspect::step(core, "Init", None, None, self.address);
-        if let Some(actor) = core.routes.address(self.address).map(|info| info.owner) {
-            lifecycle::on_init(core, actor);
-        }
+        lifecycle::on_init(core, self.actor);
     }
 }
 
 /// The debug line of a spawn (if enabled), then `Init` queued for the
-/// freshly spawned actor at `address`.
+/// freshly spawned actor `actor` at `address`.
 #[inline(always)]
-fn start_lifecycle(core: &mut Core, address: &Address) {
+fn start_lifecycle(core: &mut Core, actor: Key, address: &Address) {
     if tracing::level_enabled!(tracing::Level::DEBUG) {
         log_spawned(address);
     }
     core.enqueue(InitEnvelope {
         address: address.key(),
+        actor,
     });
 }
 

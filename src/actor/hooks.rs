@@ -4,6 +4,7 @@
 use super::{ActorCell, Hook, with_object};
 use crate::arena::Key;
 use crate::locality::Core;
+use crate::names::TypeNames;
 
 impl Hook {
     /// The hook's bit in `Core::default_hook` and in the per-type record of
@@ -37,6 +38,10 @@ pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
     let Some(cell) = core.actors.get(me) else {
         return;
     };
+    if cell.hooks & NO_EXTRAS != 0 {
+        call_hook_plain(core, me, hook, cell.hooks);
+        return;
+    }
     let bit = u16::from(hook.bit());
     let record = core.type_names.hooks(cell.hooks & !NO_EXTRAS);
     let with_extras = u16::from(Hook::WITH_EXTRAS);
@@ -51,6 +56,43 @@ pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
     if bit & with_extras != 0 && cell.hooks & NO_EXTRAS == 0 && cell.actor.has_extras() {
         run_hook(core, me, hook, true);
     }
+}
+
+/// [`call_hook`] for a cell without extras (`NO_EXTRAS` in its `hooks`,
+/// as the caller read them, with the cell): no lookup of the cell to
+/// decide. `true` if the hook was called (user code ran, so the cell may
+/// have changed); `false` if it was skipped as a known default.
+#[inline]
+pub(crate) fn call_hook_plain(core: &mut Core, me: Key, hook: Hook, hooks: u16) -> bool {
+    debug_assert!(hooks & NO_EXTRAS != 0);
+    let bit = u16::from(hook.bit());
+    let record = core.type_names.hooks(hooks & !NO_EXTRAS);
+    if record & bit != 0 {
+        return false; // a known default, and no extras go with it
+    }
+    // Overridden, or not known yet (then learnt from this call).
+    run_hook(core, me, hook, (record >> 8) & bit != 0);
+    true
+}
+
+/// `true` if `hook` of a cell without extras (its `hooks` as in
+/// [`call_hook_plain`]) is known to be the trait's default: skipping it
+/// changes nothing.
+#[inline]
+pub(crate) fn skips(types: &TypeNames, hook: Hook, hooks: u16) -> bool {
+    hooks & NO_EXTRAS != 0 && types.hooks(hooks & !NO_EXTRAS) & u16::from(hook.bit()) != 0
+}
+
+/// [`call_hook`] with the cell's `hooks` as the caller read them: without
+/// extras, no lookup of the cell to decide. `true` unless it was skipped
+/// as a known default (the cell is then as it was).
+#[inline]
+pub(crate) fn call_hook_known(core: &mut Core, me: Key, hook: Hook, hooks: u16) -> bool {
+    if hooks & NO_EXTRAS != 0 {
+        return call_hook_plain(core, me, hook, hooks);
+    }
+    call_hook(core, me, hook);
+    true
 }
 
 /// A hook not known yet of the cell's type: `true` (call it as

@@ -16,7 +16,14 @@ use crate::supervisor::{ChildRecord, ChildState};
 pub(super) fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> Result<Address> {
     // One look at the supervisor: its checks, its registry and the slot.
     let (registry, sup_address, slot) = {
-        let cell = parent_cell(core, parent)?;
+        // The usual case inline (a supervisor not shutting down); the
+        // errors from `parent_cell`.
+        let cell = match core.actors.get(parent) {
+            Some(cell) if cell.state < ActorState::ShuttingDown && cell.supervisor.is_some() => {
+                cell
+            }
+            _ => parent_cell(core, parent)?,
+        };
         let sup = cell.supervisor.as_deref().expect("checked by parent_cell");
         let registry = sup.registry.as_ref().or(cell.registry.as_ref()).cloned();
         (registry, cell.address.key(), sup.children.vacant_key())
@@ -32,7 +39,18 @@ pub(super) fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> 
         }
     };
     let address = spawn_plain(core, link, registry, actor);
-    add_child(core, parent, slot, Some(address.clone()), None);
+    // `add_child` without supervision.
+    let sup = crate::supervisor::sup_mut(core, parent).expect("checked by parent_cell");
+    let inserted = sup.children.insert(ChildRecord {
+        address: Some(address.clone()),
+        state: ChildState::Initializing,
+        initializing: true,
+    });
+    debug_assert_eq!(
+        inserted, slot,
+        "nothing was added to the supervisor meanwhile"
+    );
+    sup.initializing += 1;
     Ok(address)
 }
 

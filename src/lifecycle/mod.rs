@@ -9,7 +9,9 @@
 //! protocol works between localities; between a leaf and its supervisor on
 //! one locality, four of them are direct calls (`supervisor::local`).
 
-use crate::actor::{ActorCell, ActorState, Hook, NO_EXTRAS, ParentLink, call_hook};
+use crate::actor::{
+    ActorCell, ActorState, Hook, NO_EXTRAS, ParentLink, call_hook, call_hook_known, skips,
+};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
@@ -23,7 +25,9 @@ use crate::supervisor::{self, ChildId};
 
 mod shutdown;
 
-pub(crate) use shutdown::{fail, on_shutdown_request, request_own_shutdown, try_shutdown};
+pub(crate) use shutdown::{
+    fail, on_shutdown_request, request_own_shutdown, stop_idle_leaf, try_shutdown,
+};
 
 /// Framework traffic between actors and their supervisors.
 #[derive(Debug)]
@@ -327,9 +331,20 @@ pub(crate) fn on_init(core: &mut Core, me: Key) {
     if cell.state != ActorState::New {
         return;
     }
+    let hooks = cell.hooks;
     match cell.rare.as_deref() {
         // No timeout, no watchers: only the state changes.
-        None => set_cell_state(cell, ActorState::Initializing),
+        None => {
+            set_cell_state(cell, ActorState::Initializing);
+            // A plain leaf whose `init_start` is a known default: nothing
+            // runs between the two states, its votes are all ready.
+            if cell.supervisor.is_none() && skips(&core.type_names, Hook::InitStart, hooks) {
+                set_cell_state(cell, ActorState::Initialized);
+                let local = cell.parent.is_some();
+                let leaf = supervisor::local::Leaf::of(cell);
+                return init_finish_plain(core, me, hooks, local, leaf);
+            }
+        }
         Some(rare) => {
             let timer = rare
                 .config
@@ -338,7 +353,7 @@ pub(crate) fn on_init(core: &mut Core, me: Key) {
             enter(core, me, ActorState::Initializing, timer);
         }
     }
-    call_hook(core, me, Hook::InitStart);
+    call_hook_known(core, me, Hook::InitStart, hooks);
     if !init_plain(core, me) {
         try_init(core, me);
     }
@@ -360,17 +375,39 @@ fn init_plain(core: &mut Core, me: Key) -> bool {
         return false;
     }
     set_cell_state(cell, ActorState::Initialized);
-    let local = cell.parent.is_some();
-    call_hook(core, me, Hook::InitFinish);
+    let (hooks, local) = (cell.hooks, cell.parent.is_some());
+    let leaf = supervisor::local::Leaf::of(cell);
+    init_finish_plain(core, me, hooks, local, leaf);
+    true
+}
+
+/// The end of a plain leaf's init (it is INITIALIZED, `hooks` as its cell
+/// keeps them, `leaf` as `Leaf::of` read it): `init_finish`, then its
+/// start by its supervisor here (`local`), or the message that asks for it.
+#[inline(always)]
+fn init_finish_plain(
+    core: &mut Core,
+    me: Key,
+    hooks: u16,
+    local: bool,
+    leaf: Option<supervisor::local::Leaf>,
+) {
+    // Skipped as a known default, the hook leaves the cell as `leaf` read it.
+    let ran = call_hook_known(core, me, Hook::InitFinish, hooks);
     if !local {
-        to_self(core, me, SystemMsg::Start);
-    } else if !supervisor::local::confirm_init(core, me) {
+        return to_self(core, me, SystemMsg::Start);
+    }
+    let confirmed = match (ran, leaf) {
+        (false, Some(leaf)) => supervisor::local::confirm_leaf_init(core, me, leaf),
+        (false, None) => false,
+        (true, _) => supervisor::local::confirm_init(core, me),
+    };
+    if !confirmed {
         let Some(child) = core.actors.get(me).map(|cell| ChildId::of(&cell.address)) else {
-            return true;
+            return;
         };
         ParentLink::send_of(core, me, |slot| SystemMsg::InitConfirm { slot, child });
     }
-    true
 }
 
 /// Counts the init votes; finishes init when all are ready.
@@ -449,6 +486,7 @@ pub(crate) fn on_lifecycle_timeout(core: &mut Core, me: Key, during: ActorState)
     }
 }
 
+#[inline]
 pub(crate) fn on_start(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
@@ -457,11 +495,11 @@ pub(crate) fn on_start(core: &mut Core, me: Key) {
         return;
     }
     set_cell_state(cell, ActorState::Operational);
-    let supervisor = cell.supervisor.is_some();
+    let (supervisor, hooks) = (cell.supervisor.is_some(), cell.hooks);
     if watch::watched(cell) {
         watch::notify(core, me, LifecycleEvent::Started);
     }
-    call_hook(core, me, Hook::OnStart);
+    call_hook_known(core, me, Hook::OnStart, hooks);
     if supervisor {
         supervisor::start_children(core, me);
     }

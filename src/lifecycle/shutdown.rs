@@ -5,7 +5,7 @@
 //! hears `ChildDown`.
 
 use super::{SystemMsg, enter, set_cell_state, state, to_self};
-use crate::actor::{ActorState, Hook, ParentLink, call_hook};
+use crate::actor::{ActorCell, ActorState, Hook, ParentLink, call_hook_known, skips};
 use crate::arena::Key;
 use crate::error::Error;
 use crate::locality::Core;
@@ -51,14 +51,49 @@ pub(crate) fn fail(core: &mut Core, me: Key, error: Error) {
 
 /// Starts shutting the actor down (once; later requests are ignored).
 pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
+    let _ = shutdown_request(core, me, reason, false);
+}
+
+/// [`on_shutdown_request`] by a direct call from the supervisor of leaf
+/// `me` at `address` (`supervisor::local::stop_leaf`), shown by
+/// inspection as the message it stands for; only if the actor is a leaf
+/// none of whose code runs now. `Err` gives the reason back: send
+/// `ShutdownRequest`.
+pub(crate) fn stop_idle_leaf(
+    core: &mut Core,
+    me: Key,
+    address: Key,
+    reason: Error,
+) -> Result<(), Error> {
+    if core.inspect.level >= 2 {
+        let idle = |c: &ActorCell| c.supervisor.is_none() && !c.actor.busy();
+        if !core.actors.get(me).is_some_and(idle) {
+            return Err(reason);
+        }
+        let code = reason.code();
+        crate::inspect::step(core, "ShutdownRequest", Some(code), None, address);
+        on_shutdown_request(core, me, reason);
+        return Ok(());
+    }
+    shutdown_request(core, me, reason, true)
+}
+
+/// [`on_shutdown_request`], or [`stop_idle_leaf`] if `direct` (without
+/// inspection): one look at the cell for the checks and the request.
+#[inline(always)]
+fn shutdown_request(core: &mut Core, me: Key, reason: Error, direct: bool) -> Result<(), Error> {
     let Some(cell) = core.actors.get_mut(me) else {
-        return;
+        return if direct { Err(reason) } else { Ok(()) };
     };
+    if direct && (cell.supervisor.is_some() || cell.actor.busy()) {
+        return Err(reason);
+    }
     let before = cell.state;
     if before >= ActorState::ShuttingDown {
-        return;
+        return Ok(());
     }
     cell.reason = Some(reason);
+    let hooks = cell.hooks;
     let timer = cell.rare.as_deref().map(|r| {
         let after = r.config.shutdown_timeout;
         after.map(|after| (after, TimerAction::ShutdownTimeout))
@@ -66,6 +101,21 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
     if timer.is_none() {
         // No timeout, no watchers: only the state changes.
         set_cell_state(cell, ActorState::ShuttingDown);
+        // A plain leaf (no plugin state, no children, no user plugins)
+        // whose shutdown hooks are known defaults, and that no entity set
+        // counts: nothing runs before it finishes, its votes are all ready.
+        if cell.supervisor.is_none()
+            && !(before == ActorState::Operational && core.child_watch)
+            && (direct || !cell.actor.busy())
+            && (before < ActorState::Initializing
+                || skips(&core.type_names, Hook::ShutdownStart, hooks))
+            && skips(&core.type_names, Hook::ShutdownFinish, hooks)
+        {
+            set_cell_state(cell, ActorState::ShutDown);
+            let main = cell.address.key();
+            finish_removal(core, me, main);
+            return Ok(());
+        }
     }
     if before == ActorState::Operational && core.child_watch {
         // Its supervisor here may count it (an entity set's version).
@@ -79,17 +129,18 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         watch::notify(core, me, event);
     }
     if before >= ActorState::Initializing {
-        call_hook(core, me, Hook::ShutdownStart);
+        call_hook_known(core, me, Hook::ShutdownStart, hooks);
     }
     // A plain actor (no plugin state, no children: most leaves) has
     // nothing to deregister, unsubscribe, stop or unlink.
     // Without user plugins either, its votes are all ready: it finishes.
     let Some(cell) = core.actors.get(me) else {
-        return;
+        return Ok(());
     };
     if cell.rare.is_none() && cell.supervisor.is_none() {
         if cell.state == ActorState::ShuttingDown && !cell.actor.has_plugins() {
-            return finish_shutdown(core, me);
+            finish_shutdown(core, me);
+            return Ok(());
         }
     } else {
         crate::plugin::registry::deregister_all(core, me);
@@ -98,6 +149,7 @@ pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
         link::unlink_clients(core, me);
     }
     try_shutdown(core, me);
+    Ok(())
 }
 
 /// Counts the shutdown votes (in reverse plugin order); finishes when all are ready.
@@ -121,21 +173,33 @@ fn log_down(address: &crate::address::Address, reason: &Error) {
 
 fn finish_shutdown(core: &mut Core, me: Key) {
     // As in rotor, `shutdown_finish` sees SHUT_DOWN.
-    if let Some(cell) = core.actors.get_mut(me) {
-        set_cell_state(cell, ActorState::ShutDown);
-        if let Some(key) = cell
-            .rare
-            .as_deref_mut()
-            .and_then(|r| r.lifecycle_timer.take())
-        {
-            core.cancel_timer(key);
-        }
-    }
-    call_hook(core, me, Hook::ShutdownFinish);
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let main = cell.address.key();
+    set_cell_state(cell, ActorState::ShutDown);
+    let (hooks, main, rare) = (cell.hooks, cell.address.key(), cell.rare.is_some());
+    if let Some(key) = cell
+        .rare
+        .as_deref_mut()
+        .and_then(|r| r.lifecycle_timer.take())
+    {
+        core.cancel_timer(key);
+    }
+    // Skipped as a known default, the hook leaves the cell as it was.
+    if (call_hook_known(core, me, Hook::ShutdownFinish, hooks) || rare) && !finish_rare(core, me) {
+        return;
+    }
+    finish_removal(core, me, main);
+}
+
+/// What an actor with a rare part (or whose `shutdown_finish` ran) may
+/// hold besides its main address: subscriptions elsewhere, timers,
+/// requests, identities. `false` if the actor is gone.
+#[inline(never)]
+fn finish_rare(core: &mut Core, me: Key) -> bool {
+    let Some(cell) = core.actors.get_mut(me) else {
+        return false;
+    };
     if let Some(rare) = cell.rare.as_deref_mut() {
         let (subscriptions, timers, requests, identities) = (
             std::mem::take(&mut rare.foreign_subscriptions),
@@ -152,7 +216,19 @@ fn finish_shutdown(core: &mut Core, me: Key) {
             crate::subscription::remove_address(core, address);
         }
     }
-    crate::subscription::remove_address(core, main);
+    true
+}
+
+/// The end of actor `me` (SHUT_DOWN, its hooks done) at its `main`
+/// address: the address and the cell go, `should_restart` and its `Drop`
+/// run, and its supervisor hears of it.
+fn finish_removal(core: &mut Core, me: Key, main: Key) {
+    // An address without subscriptions (most), when nothing remembers
+    // removed addresses: only its slot goes.
+    let quiet = core.inspect.level == 0 && core.dead_letters.is_none();
+    if !quiet || core.routes.remove_unsubscribed(main).is_none() {
+        crate::subscription::remove_address(core, main);
+    }
     crate::future::actor_gone(core, me);
     // Kept in an `Option`, dropped in place at the end (a cell is moved
     // once, out of the arena, not again into the drop's panic guard).

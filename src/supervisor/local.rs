@@ -38,24 +38,55 @@ fn idle_leaf(cell: &ActorCell) -> bool {
     cell.supervisor.is_none() && !cell.actor.busy()
 }
 
+/// What [`confirm_init`] needs of a leaf, read with its cell.
+#[derive(Clone, Copy)]
+pub(crate) struct Leaf {
+    sup_address: Key,
+    slot: usize,
+    /// Its main address's key and locality.
+    mine: (Key, u32),
+}
+
+impl Leaf {
+    /// The leaf at `cell`, if it is an idle leaf with a supervisor here.
+    #[inline]
+    pub(crate) fn of(cell: &ActorCell) -> Option<Leaf> {
+        let Some(Parent::Local {
+            key: sup_address,
+            slot,
+        }) = cell.parent().filter(|_| idle_leaf(cell))
+        else {
+            return None;
+        };
+        // The supervisor's record of this child holds a clone of its
+        // address: the same key on the same locality.
+        let mine = (cell.address.key(), cell.address.locality_id());
+        Some(Leaf {
+            sup_address,
+            slot,
+            mine,
+        })
+    }
+}
+
 /// Leaf `me` has initialized: if its supervisor lives here and is
 /// operational, confirm by a direct call, and be started at once unless a
 /// synchronized start holds it. `false`: nothing was done, send
 /// `InitConfirm`.
 pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
-    let Some(cell) = core.actors.get(me) else {
-        return false;
-    };
-    let Some(Parent::Local {
-        key: sup_address,
+    match core.actors.get(me).and_then(Leaf::of) {
+        Some(leaf) => confirm_leaf_init(core, me, leaf),
+        None => false,
+    }
+}
+
+/// [`confirm_init`] for the leaf `me` as its cell is now (`leaf`).
+pub(crate) fn confirm_leaf_init(core: &mut Core, me: Key, leaf: Leaf) -> bool {
+    let Leaf {
+        sup_address,
         slot,
-    }) = cell.parent().filter(|_| idle_leaf(cell))
-    else {
-        return false;
-    };
-    // The supervisor's record of this child holds a clone of its address:
-    // the same key on the same locality.
-    let mine = (cell.address.key(), cell.address.locality_id());
+        mine,
+    } = leaf;
     let Some(sup_key) = core.routes.address(sup_address).map(|info| info.owner) else {
         return false;
     };
@@ -112,10 +143,7 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
     } else {
         record.state = ChildState::Started;
     }
-    let my_address = match core.inspect.level >= 2 {
-        true => core.actors.get(me).map(|c| c.address.key()),
-        false => None,
-    };
+    let my_address = (core.inspect.level >= 2).then_some(mine.0);
     if let Some(my_address) = my_address {
         crate::inspect::step(core, "InitConfirm", None, Some(my_address), sup_address);
     }
@@ -136,6 +164,7 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
 /// A child whose supervisor asks it to shut down: if it is a leaf here and
 /// nothing waits in the queue, does it by a direct call. `Err` gives the
 /// reason back: send `ShutdownRequest`.
+#[inline]
 pub(crate) fn stop_leaf(core: &mut Core, child: ChildId, reason: Error) -> Result<(), Error> {
     if !core.queue.is_empty() {
         return Err(reason);
@@ -146,19 +175,14 @@ pub(crate) fn stop_leaf(core: &mut Core, child: ChildId, reason: Error) -> Resul
     let Some(actor) = core.routes.address(address).map(|slot| slot.owner) else {
         return Err(reason);
     };
-    if !core.actors.get(actor).is_some_and(idle_leaf) {
-        return Err(reason);
-    }
-    let code = reason.code();
-    crate::inspect::step(core, "ShutdownRequest", Some(code), None, address);
-    lifecycle::on_shutdown_request(core, actor, reason);
-    Ok(())
+    lifecycle::stop_idle_leaf(core, actor, address, reason)
 }
 
 /// Leaf `child` (removed: the locality holds it no more) has shut down:
 /// tells its supervisor here by a direct call if nothing waits in the
 /// queue and none of the supervisor's code runs. `Err` gives the reason
 /// back: send `ChildDown`.
+#[inline]
 pub(crate) fn report_down(
     core: &mut Core,
     parent: &ParentLink,
@@ -180,23 +204,6 @@ pub(crate) fn report_down(
     let Some(sup_key) = core.routes.address(sup_address).map(|info| info.owner) else {
         return Err(reason);
     };
-    let Some(sup_cell) = core.actors.get_mut(sup_key) else {
-        return Err(reason);
-    };
-    if sup_cell.actor.busy() {
-        return Err(reason);
-    }
-    if sup_cell
-        .supervisor
-        .as_deref_mut()
-        .and_then(|s| s.child_mut(slot, child))
-        .is_none()
-    {
-        return Err(reason);
-    }
-    let code = reason.code();
-    let child_key = child.local_key(core.id());
-    crate::inspect::step(core, "ChildDown", Some(code), child_key, sup_address);
-    restart::child_gone(core, sup_key, slot, reason, restart);
-    Ok(())
+    let down = restart::DownHere { child, sup_address };
+    restart::child_down_here(core, sup_key, slot, down, reason, restart)
 }

@@ -383,8 +383,8 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
             }
             _ => {
                 record.state = ChildState::ShuttingDown;
-                if record.address.is_some() {
-                    to_stop.push(slot);
+                if let Some(address) = &record.address {
+                    to_stop.push((slot, ChildId::of(address)));
                 }
             }
         }
@@ -395,10 +395,15 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     for timer in timers {
         core.cancel_timer(timer);
     }
-    for slot in to_stop {
+    for (slot, child) in to_stop {
         let reason = Error::new(ErrorCode::SupervisorShutdown);
-        stop_child(core, me, slot, reason, direct);
+        stop_known_child(core, me, slot, child, reason, direct);
     }
+}
+
+/// The address in the record of supervisor `me`'s child in `slot`.
+fn child_address(core: &mut Core, me: Key, slot: usize) -> Option<&Address> {
+    sup_mut(core, me)?.children.get(slot)?.address.as_ref()
 }
 
 /// Asks the child in `slot` to shut down: by a direct call
@@ -409,14 +414,23 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
 /// its locality closed, so a real `ChildDown` comes first and the stand-in
 /// is then ignored.
 fn stop_child(core: &mut Core, me: Key, slot: usize, reason: Error, direct: bool) {
-    // The record is looked up again after a direct call: the child is gone
-    // at once (and its record), and the supervisor once its last child is.
-    fn address(core: &mut Core, me: Key, slot: usize) -> Option<&Address> {
-        sup_mut(core, me)?.children.get(slot)?.address.as_ref()
-    }
-    let Some(child) = address(core, me, slot).map(ChildId::of) else {
+    let Some(child) = child_address(core, me, slot).map(ChildId::of) else {
         return;
     };
+    stop_known_child(core, me, slot, child, reason, direct);
+}
+
+/// [`stop_child`] for the `child` its record in `slot` named when the
+/// caller read it (a stale one finds nothing: its record is looked up
+/// again before a message goes).
+fn stop_known_child(
+    core: &mut Core,
+    me: Key,
+    slot: usize,
+    child: ChildId,
+    reason: Error,
+    direct: bool,
+) {
     let reason = match direct {
         true => match local::stop_leaf(core, child, reason) {
             Ok(()) => return,
@@ -424,7 +438,9 @@ fn stop_child(core: &mut Core, me: Key, slot: usize, reason: Error, direct: bool
         },
         false => reason,
     };
-    let Some(address) = address(core, me, slot).cloned() else {
+    // The record is looked up again after a direct call: the child is gone
+    // at once (and its record), and the supervisor once its last child is.
+    let Some(address) = child_address(core, me, slot).cloned() else {
         return;
     };
     if core.send_system(&address, SystemMsg::ShutdownRequest { reason }) {

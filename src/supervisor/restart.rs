@@ -182,6 +182,78 @@ pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, a
     decide(core, me, slot, reason, actor_says, true);
 }
 
+/// [`child_gone`] by a direct call from leaf `child` here, which has shut
+/// down (`local::report_down`): only if the supervisor's code does not run
+/// now and `slot` still holds that child; shown by inspection as the
+/// `ChildDown` it stands for (to the supervisor's `sup_address`). The
+/// checks and the decision take one look at the supervisor's cell. `Err`
+/// gives the reason back: send `ChildDown`.
+///
+/// The usual case inline: a supervisor shutting down, whose hooks about
+/// its children are known defaults, forgets the child, and finishes once
+/// it was the last (as [`decide`] does then).
+#[inline]
+pub(crate) fn child_down_here(
+    core: &mut Core,
+    me: Key,
+    slot: usize,
+    down: DownHere,
+    reason: Error,
+    actor_says: bool,
+) -> Result<(), Error> {
+    if core.inspect.level < 2
+        && let Some(cell) = core.actors.get_mut(me)
+        && cell.state == ActorState::ShuttingDown
+        && let Some(sup) = cell.supervisor.as_deref_mut()
+        && !sup.hears(HOOK_SHUTDOWN)
+        && let hears_init = sup.hears(HOOK_INIT)
+        && let Some(record) = sup.child_mut(slot, down.child)
+        && !(record.initializing && hears_init)
+        && !cell.actor.busy()
+    {
+        if tracing::level_enabled!(tracing::Level::DEBUG) {
+            log_child_down(&cell.address, &ChildLabel(record.address.as_ref()), &reason);
+        }
+        let failed_init = record.initializing;
+        if failed_init {
+            sup.initializing -= 1;
+        }
+        if !sup.held.is_empty() {
+            sup.held.remove(&slot);
+        }
+        sup.children.remove(slot);
+        if !sup.supervised.is_empty() {
+            sup.supervised.remove(&slot);
+        }
+        let plugins = cell.hooks & NO_EXTRAS == 0 && cell.actor.has_plugins();
+        if sup.children.is_empty() || plugins {
+            lifecycle::try_shutdown(core, me);
+        }
+        return Ok(());
+    }
+    child_down_slow(core, me, slot, down, reason, actor_says)
+}
+
+/// [`child_down_here`] in the other cases.
+#[inline(never)]
+fn child_down_slow(
+    core: &mut Core,
+    me: Key,
+    slot: usize,
+    down: DownHere,
+    reason: Error,
+    actor_says: bool,
+) -> Result<(), Error> {
+    decide_or_refuse(core, me, slot, reason, actor_says, true, Some(down))
+}
+
+/// Who reports itself down by a direct call ([`child_down_here`]).
+#[derive(Clone, Copy)]
+pub(crate) struct DownHere {
+    pub(crate) child: ChildId,
+    pub(crate) sup_address: Key,
+}
+
 /// The supervisor's hooks hear of the child at `child` that went down.
 #[inline(never)]
 fn hear_down(core: &mut Core, me: Key, child: Address, init: bool, reason: &Error) {
@@ -202,18 +274,50 @@ fn hear_down(core: &mut Core, me: Key, child: Address, init: bool, reason: &Erro
 /// init-failure policy while the supervisor initializes, then its restart
 /// policy, escalation or autoshutdown.
 fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool, hooks: bool) {
+    let _ = decide_or_refuse(core, me, slot, reason, actor_says, hooks, None);
+}
+
+/// [`decide`], after the checks of a direct report (`down`,
+/// [`child_down_here`]): `Err` (nothing done) if they fail.
+#[inline(always)]
+fn decide_or_refuse(
+    core: &mut Core,
+    me: Key,
+    slot: usize,
+    reason: Error,
+    actor_says: bool,
+    hooks: bool,
+    down: Option<DownHere>,
+) -> Result<(), Error> {
     let now = core.now;
     let Some(cell) = core.actors.get_mut(me) else {
-        return;
+        return match down {
+            Some(_) => Err(reason),
+            None => Ok(()),
+        };
     };
+    if let Some(down) = down {
+        let is_child =
+            |s: &mut crate::supervisor::SupervisorState| s.child_mut(slot, down.child).is_some();
+        if cell.actor.busy() || !cell.supervisor.as_deref_mut().is_some_and(is_child) {
+            return Err(reason);
+        }
+        if core.inspect.level >= 2 {
+            let code = reason.code();
+            let (child, dest) = (down.child.local_key(core.id()), down.sup_address);
+            crate::inspect::step(core, "ChildDown", Some(code), child, dest);
+            decide(core, me, slot, reason, actor_says, hooks);
+            return Ok(());
+        }
+    }
     let (my_state, my_address) = (cell.state, &cell.address);
     let Some(sup) = cell.supervisor.as_deref_mut() else {
-        return;
+        return Ok(());
     };
     let init_policy = sup.config.init_failure;
     let (hears_init, hears_down) = (sup.hears(HOOK_INIT), sup.hears(HOOK_SHUTDOWN));
     let Some(record) = sup.children.get_mut(slot) else {
-        return;
+        return Ok(());
     };
     if hooks {
         // The hooks first (they queue what they do), then a fresh look.
@@ -222,7 +326,8 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
             && let Some(child) = record.address.clone()
         {
             hear_down(core, me, child, init, &reason);
-            return decide(core, me, slot, reason, actor_says, false);
+            decide(core, me, slot, reason, actor_says, false);
+            return Ok(());
         }
     }
     if !sup.held.is_empty() {
@@ -247,7 +352,7 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
         if sup.children.is_empty() || plugins {
             lifecycle::try_shutdown(core, me);
         }
-        return;
+        return Ok(());
     }
     let (my_address, child) = (my_address.clone(), ChildLabel(record.address.clone()));
     // The init-failure policy holds while the supervisor initializes (as
@@ -268,7 +373,8 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
         let why = Error::new(ErrorCode::ChildInitFailed)
             .with_context(my_address.to_string())
             .caused_by(reason);
-        return lifecycle::request_own_shutdown(core, me, why);
+        lifecycle::request_own_shutdown(core, me, why);
+        return Ok(());
     }
     let decision = match sup.supervised.get_mut(&slot) {
         Some(supervision) => supervision.decide(&reason, actor_says, now, &child),
@@ -343,6 +449,7 @@ fn decide(core: &mut Core, me: Key, slot: usize, reason: Error, actor_says: bool
             }
         }
     }
+    Ok(())
 }
 
 /// The debug line of a child down (out of line: it is seldom enabled).
