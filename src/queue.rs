@@ -42,10 +42,11 @@ use std::mem::{MaybeUninit, align_of, size_of};
 /// A message lent to its handlers, its type erased: a `&'a M` that can be
 /// had back only as a `&'a M`. Like `&dyn Any`, but the check is a compare
 /// with a constant, not a call through a vtable (a handler runs once per
-/// delivery).
+/// delivery). Two words, so it is passed in registers: the type is named
+/// by the function `TypeId::of::<M>`.
 #[derive(Clone, Copy)]
 pub(crate) struct Lent<'a> {
-    type_id: TypeId,
+    type_id: fn() -> TypeId,
     message: *const (),
     _borrow: PhantomData<&'a ()>,
 }
@@ -55,7 +56,7 @@ impl<'a> Lent<'a> {
     #[inline(always)]
     pub(crate) fn new<M: 'static>(message: &'a M) -> Lent<'a> {
         Lent {
-            type_id: TypeId::of::<M>(),
+            type_id: TypeId::of::<M>,
             message: (message as *const M).cast(),
             _borrow: PhantomData,
         }
@@ -64,11 +65,17 @@ impl<'a> Lent<'a> {
     /// The message, if it is an `M`.
     #[inline(always)]
     pub(crate) fn get<M: 'static>(self) -> Option<&'a M> {
-        if self.type_id == TypeId::of::<M>() {
-            // SAFETY (lent): `message` came from a `&'a M'` in `new` with
-            // `TypeId::of::<M'>() == self.type_id == TypeId::of::<M>()`, so
-            // `M' == M` (both `'static`); the borrow lives for `'a`, which the
-            // returned reference does not outlive.
+        // The same function (usually: one per type in the binary) returns
+        // the same `TypeId`; another one (a copy in another codegen unit)
+        // is asked.
+        let of_m: fn() -> TypeId = TypeId::of::<M>;
+        if std::ptr::fn_addr_eq(self.type_id, of_m) || (self.type_id)() == TypeId::of::<M>() {
+            // SAFETY (lent): `message` came from a `&'a M'` in `new`, with
+            // `type_id` the function `TypeId::of::<M'>`, which either is
+            // `TypeId::of::<M>` (the same code gives the same value) or
+            // returned `TypeId::of::<M>()`: so `M' == M` (both `'static`);
+            // the borrow lives for `'a`, which the returned reference does
+            // not outlive.
             Some(unsafe { &*self.message.cast::<M>() })
         } else {
             None
