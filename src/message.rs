@@ -33,7 +33,7 @@ impl<M: Send + 'static> Envelope<Core> for UserEnvelope<M> {
 impl<M: Send + 'static> UserEnvelope<M> {
     #[inline(never)]
     fn deliver_slow(self, core: &mut Core) {
-        crate::subscription::route(core, self.dest, self.sender, &self.message);
+        crate::subscription::route_slow(core, self.dest, self.sender, &self.message);
         if !matches!(core.next, Next::Done) {
             self.after(core);
         }

@@ -438,7 +438,10 @@ fn a_lent_message_comes_back_only_as_its_own_type() {
         type_id: || TypeId::of::<String>(),
         ..Lent::new(&text)
     };
-    assert!(!std::ptr::fn_addr_eq(copy.type_id, TypeId::of::<String> as fn() -> TypeId));
+    assert!(!std::ptr::fn_addr_eq(
+        copy.type_id,
+        TypeId::of::<String> as fn() -> TypeId
+    ));
     assert_eq!(copy.get::<String>().map(String::as_str), Some("hello"));
     assert!(copy.get::<u64>().is_none());
 }

@@ -144,22 +144,19 @@ pub(crate) fn single<M: 'static>(core: &mut Core, dest: Key) -> Option<(Key, Box
 /// Delivers one message to the handlers of its type on `dest`.
 ///
 /// The common case (one subscriber, inspection off) is inlined into the
-/// envelope's delivery; everything else is in `route_slow`.
+/// caller ([`single`]); everything else is in [`route_slow`].
 #[inline(always)]
 pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
-    if core.inspect.level == 0
-        && let Found::One(sub) = core.routes.find(dest, TypeId::of::<M>())
-        && let Some(handler) = core.routes.take_handler(sub)
-    {
-        core.stats.delivered += 1;
+    if let Some((sub, handler)) = single::<M>(core, dest) {
         handler.call(core, sub, Lent::new(message));
         return;
     }
     route_slow(core, dest, sender, message);
 }
 
+/// [`route`] past its common case (which [`single`] found not to apply).
 #[inline(never)]
-fn route_slow<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
+pub(crate) fn route_slow<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
     match core.routes.find(dest, TypeId::of::<M>()) {
         Found::One(sub) => {
             core.stats.delivered += 1;
