@@ -389,17 +389,17 @@ where
     F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
 {
     #[inline]
-    fn call(&self, core: &mut Core, message: Lent<'_>) {
-        let Some(message) = message.get::<M>() else {
-            return;
-        };
-        let Ok(mut b) = self.actor.try_borrow_mut() else {
-            return; // never re-entered
-        };
-        // The dispatch loop's panic boundary reads who was running.
-        core.running = self.me;
-        (self.f)(&mut b.actor, message, &mut Context::new(core, self.me));
-        core.running = Key::NONE;
+    fn call(self: Box<Self>, core: &mut Core, sub: Key, message: Lent<'_>) {
+        // A busy actor is never re-entered.
+        if let Some(message) = message.get::<M>()
+            && let Ok(mut b) = self.actor.try_borrow_mut()
+        {
+            // The dispatch loop's panic boundary reads who was running.
+            core.running = self.me;
+            (self.f)(&mut b.actor, message, &mut Context::new(core, self.me));
+            core.running = Key::NONE;
+        }
+        core.routes.put_handler(sub, self);
     }
 }
 

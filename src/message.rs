@@ -4,7 +4,7 @@
 use crate::arena::Key;
 use crate::locality::Core;
 use crate::locality::shared::Remote;
-use crate::queue::Envelope;
+use crate::queue::{Envelope, Lent};
 use crate::subscription::Next;
 
 /// A user message on its way to an address of this locality.
@@ -18,7 +18,12 @@ pub(crate) struct UserEnvelope<M> {
 impl<M: Send + 'static> Envelope<Core> for UserEnvelope<M> {
     #[inline]
     fn deliver(self, core: &mut Core) {
-        crate::subscription::route(core, self.dest, self.sender, &self.message);
+        // The common case (one subscriber, inspection off) here; the rest
+        // out of line, so that this path saves few registers.
+        let Some((sub, handler)) = crate::subscription::single::<M>(core, self.dest) else {
+            return self.deliver_slow(core);
+        };
+        handler.call(core, sub, Lent::new(&self.message));
         if !matches!(core.next, Next::Done) {
             self.after(core);
         }
@@ -26,6 +31,14 @@ impl<M: Send + 'static> Envelope<Core> for UserEnvelope<M> {
 }
 
 impl<M: Send + 'static> UserEnvelope<M> {
+    #[inline(never)]
+    fn deliver_slow(self, core: &mut Core) {
+        crate::subscription::route_slow(core, self.dest, self.sender, &self.message);
+        if !matches!(core.next, Next::Done) {
+            self.after(core);
+        }
+    }
+
     /// A handler forwarded the message, or nobody heard it.
     #[cold]
     #[inline(never)]

@@ -8,12 +8,12 @@
 //! instead.
 //!
 //! `push` appends at the end; `run_next` takes the entry at the read cursor.
-//! When the queue empties, both go back to the start. When the buffer is
-//! full while the cursor is past its start, the waiting entries are moved to
-//! the start before it grows, so it never grows for entries already gone.
-//! After a burst, a buffer whose last use (between two times it was empty)
-//! took less than a quarter of it gives half of it back, when it is found
-//! empty.
+//! When the buffer is full, both go back to the start if the queue is empty,
+//! else the waiting entries are moved to the start before it grows, so it
+//! never grows for entries already gone; when `run_next` finds the queue
+//! empty, both go back to the start too. After a burst, a buffer whose last
+//! use (since it was last found empty) took less than a quarter of it gives
+//! half of it back, when it is found empty.
 //!
 //! This is the crate's only `unsafe` module. The invariants:
 //!
@@ -42,10 +42,11 @@ use std::mem::{MaybeUninit, align_of, size_of};
 /// A message lent to its handlers, its type erased: a `&'a M` that can be
 /// had back only as a `&'a M`. Like `&dyn Any`, but the check is a compare
 /// with a constant, not a call through a vtable (a handler runs once per
-/// delivery).
+/// delivery). Two words, so it is passed in registers: the type is named
+/// by the function `TypeId::of::<M>`.
 #[derive(Clone, Copy)]
 pub(crate) struct Lent<'a> {
-    type_id: TypeId,
+    type_id: fn() -> TypeId,
     message: *const (),
     _borrow: PhantomData<&'a ()>,
 }
@@ -55,7 +56,7 @@ impl<'a> Lent<'a> {
     #[inline(always)]
     pub(crate) fn new<M: 'static>(message: &'a M) -> Lent<'a> {
         Lent {
-            type_id: TypeId::of::<M>(),
+            type_id: TypeId::of::<M>,
             message: (message as *const M).cast(),
             _borrow: PhantomData,
         }
@@ -64,11 +65,17 @@ impl<'a> Lent<'a> {
     /// The message, if it is an `M`.
     #[inline(always)]
     pub(crate) fn get<M: 'static>(self) -> Option<&'a M> {
-        if self.type_id == TypeId::of::<M>() {
-            // SAFETY (lent): `message` came from a `&'a M'` in `new` with
-            // `TypeId::of::<M'>() == self.type_id == TypeId::of::<M>()`, so
-            // `M' == M` (both `'static`); the borrow lives for `'a`, which the
-            // returned reference does not outlive.
+        // The same function (usually: one per type in the binary) returns
+        // the same `TypeId`; another one (a copy in another codegen unit)
+        // is asked.
+        let of_m: fn() -> TypeId = TypeId::of::<M>;
+        if std::ptr::fn_addr_eq(self.type_id, of_m) || (self.type_id)() == TypeId::of::<M>() {
+            // SAFETY (lent): `message` came from a `&'a M'` in `new`, with
+            // `type_id` the function `TypeId::of::<M'>`, which either is
+            // `TypeId::of::<M>` (the same code gives the same value) or
+            // returned `TypeId::of::<M>()`: so `M' == M` (both `'static`);
+            // the borrow lives for `'a`, which the returned reference does
+            // not outlive.
             Some(unsafe { &*self.message.cast::<M>() })
         } else {
             None
@@ -190,7 +197,8 @@ pub(crate) struct Queue<C: 'static> {
     /// Entries from `read` to the end.
     words: Vec<Word>,
     read: usize,
-    /// Words used between the last two times the queue was empty.
+    /// The most words used since the queue was last found empty (as seen
+    /// when the buffer was full, or found empty).
     burst: usize,
     _ctx: PhantomData<fn(&mut C)>,
     /// The envelopes need not be `Send` or `Sync` (an `Rc` in a message, an
@@ -213,6 +221,11 @@ impl<C: 'static> Default for Queue<C> {
 /// Words the buffer keeps whatever its use: above this, an emptied buffer
 /// used to less than a quarter of its capacity gives half of it back.
 const KEEP_WORDS: usize = 1024;
+
+/// Words the buffer takes at least when it grows: a queue where one message
+/// at a time waits then starts again from the beginning once per
+/// `MIN_WORDS` words of messages.
+const MIN_WORDS: usize = 64;
 
 impl<C: 'static> Queue<C> {
     /// Appends an envelope at the back of the FIFO.
@@ -250,31 +263,45 @@ impl<C: 'static> Queue<C> {
         }
     }
 
-    /// Makes room for `words` more words: first by moving the waiting
-    /// entries to the start, then by growing.
+    /// Makes room for `words` more words: by starting again from the
+    /// beginning if the queue is empty, else by moving the waiting entries
+    /// to the start, else by growing (to [`MIN_WORDS`] at least).
     #[cold]
+    #[inline(never)]
     fn make_room(&mut self, words: usize) {
-        if self.read > 0 {
+        let waiting = self.words.len() - self.read;
+        self.burst = self.burst.max(waiting + words);
+        if self.read == self.words.len() {
+            // Every entry was moved out already (ownership): nothing to drop.
+            self.words.clear();
+            self.read = 0;
+        } else if self.read > 0 {
             // Moving the entries keeps (layout): the same words, in the same
             // order, at an 8-aligned start; words before the start are gone.
             self.words.drain(..self.read);
             self.read = 0;
         }
-        self.words.reserve(words);
+        if self.words.capacity() - self.words.len() < words {
+            self.words.reserve(words.max(MIN_WORDS));
+        }
     }
 
     /// Takes the oldest entry off the queue: its table and where its envelope
     /// is. The cursor has moved past it (invariant "ownership"), so the
     /// caller must move the envelope out before anything else touches the
     /// queue, and must not keep the pointer.
+    ///
+    /// The cursor is not moved back to the start when the queue empties
+    /// (that would cost a few instructions per message where one message at
+    /// a time waits): pushes go on after it, until `make_room` finds the
+    /// queue empty (or moves what waits) at the end of the buffer, or the
+    /// queue is found empty here.
     #[inline]
     fn take_front(&mut self) -> Option<(&'static VTable<C>, *mut Word)> {
         if self.read == self.words.len() {
-            // Empty, and no pointer into the buffer is live: the time to
-            // give memory back after a burst.
-            if self.words.capacity() > KEEP_WORDS {
-                self.shrink_after_burst();
-            }
+            // Empty, and no pointer into the buffer is live: start again
+            // from the beginning, and give memory back after a burst.
+            self.found_empty();
             return None;
         }
         // SAFETY: (layout) with an entry waiting, `read` is the start of an
@@ -286,22 +313,24 @@ impl<C: 'static> Queue<C> {
             (vtable, base.add(1))
         };
         self.read += vtable.words;
-        if self.read == self.words.len() {
-            self.reset();
-        }
         Some((vtable, payload))
     }
 
     /// The queue is empty (every entry was moved out): start again from the
-    /// beginning of the buffer.
+    /// beginning of the buffer, and give half of it back if the last use
+    /// (since the queue was last found empty) took less than a quarter.
     #[inline]
-    fn reset(&mut self) {
-        self.burst = self.words.len();
-        // Nothing to drop: every entry was moved out already (ownership).
-        // The memory stays allocated (no shrinking here): `take_front`'s
-        // pointer into it is used before anything else touches the queue.
-        self.words.clear();
-        self.read = 0;
+    fn found_empty(&mut self) {
+        if self.read > 0 {
+            // Nothing to drop: every entry was moved out already (ownership).
+            self.burst = self.burst.max(self.words.len());
+            self.words.clear();
+            self.read = 0;
+        }
+        if self.words.capacity() > KEEP_WORDS {
+            self.shrink_after_burst();
+        }
+        self.burst = 0;
     }
 
     /// The queue is empty: give memory back if the last burst used less
@@ -322,8 +351,8 @@ impl<C: 'static> Queue<C> {
         };
         // SAFETY: `payload` holds the initialized envelope of the entry just
         // taken (layout), given up by the queue (ownership: the cursor moved
-        // past it; if that emptied the queue, `reset` only set the length to
-        // zero, the words are still there). `deliver` moves it out before it
+        // past it, and the words stay until the next push or `take_front`).
+        // `deliver` moves it out before it
         // uses `ctx`, and the pointer is not kept: whatever the delivery does
         // to the queue (push, grow, clear), it no longer refers to these words.
         unsafe { (vtable.deliver)(payload, ctx) };

@@ -288,6 +288,68 @@ fn growth_while_draining_keeps_order_and_memory() {
     );
 }
 
+/// Passes itself on `left` more times, as in a ping-pong: one envelope
+/// waits at a time, pushed from inside the delivery of the one before.
+struct Relay {
+    left: u32,
+    payload: String,
+    counted: Counted,
+}
+
+impl Envelope<Ctx> for Relay {
+    fn deliver(self, ctx: &mut Ctx) {
+        ctx.delivered.push(u64::from(self.left));
+        if self.left > 0 {
+            ctx.queue.push(Relay {
+                left: self.left - 1,
+                payload: self.payload.clone(),
+                counted: Counted {
+                    drops: self.counted.drops.clone(),
+                },
+            });
+        }
+    }
+}
+
+#[test]
+fn one_envelope_at_a_time_walks_the_buffer_and_starts_again_at_its_end() {
+    // The cursor is not moved back when the queue empties: pushes go on
+    // after it until the buffer is full, and then start again from the
+    // beginning (the queue is empty then), so the buffer never grows.
+    let drops = Rc::new(Cell::new(0));
+    let relay = |left| Relay {
+        left,
+        payload: format!("relay {left}"),
+        counted: Counted {
+            drops: drops.clone(),
+        },
+    };
+    let mut ctx = Ctx::default();
+    ctx.queue.push(relay(1000));
+    for _ in 0..500 {
+        assert!(Queue::run_next(&mut ctx, queue));
+        assert_eq!(ctx.queue.len(), 1);
+    }
+    assert_eq!(ctx.queue.capacity_bytes(), MIN_WORDS * WORD);
+    assert_eq!(drops.get(), 500);
+    // One waits, behind a cursor far from the start: cleared once.
+    ctx.queue.clear();
+    assert_eq!(drops.get(), 501);
+    assert!(ctx.queue.is_empty());
+    // Run to the end: found empty, the buffer kept (it is small).
+    ctx.queue.push(relay(300));
+    assert_eq!(run_all(&mut ctx), 301);
+    assert_eq!(drops.get(), 501 + 301);
+    assert_eq!(ctx.queue.capacity_bytes(), MIN_WORDS * WORD);
+    let expected: Vec<u64> = (501..=1000).rev().chain((0..=300).rev()).collect();
+    assert_eq!(ctx.delivered, expected);
+    // Dropping the queue with one waiting drops it once.
+    ctx.queue.push(relay(5));
+    assert!(Queue::run_next(&mut ctx, queue));
+    drop(ctx);
+    assert_eq!(drops.get(), 501 + 301 + 2);
+}
+
 /// One step of the model test.
 #[derive(Debug, Clone)]
 enum Op {
@@ -370,6 +432,18 @@ fn a_lent_message_comes_back_only_as_its_own_type() {
     assert!(lent.get::<i8>().is_none());
     let unit = ();
     assert!(Lent::new(&unit).get::<()>().is_some());
+    // The type named by another function than `TypeId::of::<M>` itself (as
+    // a copy of it in another codegen unit would be): its `TypeId` decides.
+    let copy = Lent {
+        type_id: || TypeId::of::<String>(),
+        ..Lent::new(&text)
+    };
+    assert!(!std::ptr::fn_addr_eq(
+        copy.type_id,
+        TypeId::of::<String> as fn() -> TypeId
+    ));
+    assert_eq!(copy.get::<String>().map(String::as_str), Some("hello"));
+    assert!(copy.get::<u64>().is_none());
 }
 
 /// An envelope of exactly `N` bytes (alignment 1), filled from its seed.

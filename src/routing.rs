@@ -6,8 +6,8 @@
 //! in subscription order; a subscription holds a handler of the caller's
 //! (`H`). Nothing here calls a handler: [`Routes::find`] says who should hear
 //! a message, and the caller takes each handler out
-//! ([`take_handler`](Routes::take_handler)), calls it, and puts it back
-//! ([`put_handler`](Routes::put_handler)). So a handler may subscribe and
+//! ([`take_handler`](Routes::take_handler)) and calls it, and the handler
+//! puts itself back ([`put_handler`](Routes::put_handler)). So a handler may subscribe and
 //! unsubscribe while it runs: a subscription made meanwhile hears the next
 //! message, and one removed meanwhile is skipped (its handler is dropped on
 //! the way back).
@@ -15,6 +15,7 @@
 use crate::arena::{Arena, Key};
 use smallvec::SmallVec;
 use std::any::TypeId;
+use subs::Records;
 
 /// A list that is usually empty: one word, and no allocation while empty
 /// (hence the box around the `Vec`: three words would be kept in every
@@ -119,12 +120,25 @@ impl<T> Slot<T> {
     }
 }
 
+mod subs;
+
 /// One subscription: where it is, whose it is, and its handler (absent
 /// while it runs).
 struct Sub<H> {
     address: Key,
     owner: Key,
     handler: Option<H>,
+}
+
+/// What a vacant record holds.
+impl<H> Default for Sub<H> {
+    fn default() -> Self {
+        Sub {
+            address: Key::NONE,
+            owner: Key::NONE,
+            handler: None,
+        }
+    }
 }
 
 /// Who hears a message, as [`Routes::find`] says.
@@ -202,7 +216,7 @@ impl<T> Far<T> {
 /// Addresses and subscriptions of one locality.
 pub(crate) struct Routes<T, H> {
     slots: Arena<Slot<T>>,
-    subs: Arena<Sub<H>>,
+    subs: Records<Sub<H>>,
     far: Far<T>,
 }
 
@@ -210,7 +224,7 @@ impl<T, H> Default for Routes<T, H> {
     fn default() -> Self {
         Routes {
             slots: Arena::default(),
-            subs: Arena::default(),
+            subs: Records::default(),
             far: Far {
                 slots: Vec::new(),
                 len: 0,
@@ -433,7 +447,12 @@ impl<T, H> Routes<T, H> {
     pub(crate) fn put_handler(&mut self, sub: Key, handler: H) -> bool {
         match self.subs.get_mut(sub) {
             Some(record) => {
-                record.handler = Some(handler);
+                // The record's handler is out (this one): nothing to drop
+                // (the key matched, so it is the same subscription, and only
+                // the caller holds its handler).
+                let out = record.handler.replace(handler);
+                debug_assert!(out.is_none(), "a handler was put back twice");
+                std::mem::forget(out);
                 true
             }
             None => false,

@@ -2,8 +2,8 @@
 //! routing one message to them.
 //!
 //! The table ([`Routes`](crate::routing::Routes)) says who hears a message;
-//! here each handler is taken out, called, and put back, so that it may
-//! subscribe and unsubscribe while it runs. A handler reaches its actor
+//! here each handler is taken out and called, and puts itself back when it
+//! returns, so that it may subscribe and unsubscribe while it runs. A handler reaches its actor
 //! directly (it holds the actor's typed cell), so a delivery needs no lookup
 //! of the actor and no downcast of it.
 //!
@@ -26,8 +26,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// A subscribed handler, with its message type erased.
 pub(crate) trait Handler {
-    /// Handles `message` (a `&M` of the type subscribed to).
-    fn call(&self, core: &mut Core, message: Lent<'_>);
+    /// Handles `message` (a `&M` of the type subscribed to), then puts
+    /// itself back as the handler of `sub`, taken out of the routing table
+    /// for the call ([`Routes::put_handler`](crate::routing::Routes::put_handler)).
+    /// The handler does the putting back, not its caller: the caller then
+    /// keeps nothing across the call (fewer registers saved per delivery).
+    fn call(self: Box<Self>, core: &mut Core, sub: Key, message: Lent<'_>);
 }
 
 /// A handler as the routing table keeps it.
@@ -121,26 +125,38 @@ pub(crate) enum Next {
     Dropped(DeadLetterReason),
 }
 
-/// Delivers one message to the handlers of its type on `dest`.
-///
-/// The common case (one subscriber, inspection off) is inlined into the
-/// envelope's delivery; everything else is in `route_slow`.
+/// The handler of the one subscription to `M` on `dest`, taken out to be
+/// called (it puts itself back), if that is all a delivery there needs
+/// (inspection off); counted as delivered. `None`: go the long way
+/// ([`route`]).
 #[inline(always)]
-pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
+pub(crate) fn single<M: 'static>(core: &mut Core, dest: Key) -> Option<(Key, BoxedHandler)> {
     if core.inspect.level == 0
         && let Found::One(sub) = core.routes.find(dest, TypeId::of::<M>())
         && let Some(handler) = core.routes.take_handler(sub)
     {
         core.stats.delivered += 1;
-        handler.call(core, Lent::new(message));
-        core.routes.put_handler(sub, handler);
+        return Some((sub, handler));
+    }
+    None
+}
+
+/// Delivers one message to the handlers of its type on `dest`.
+///
+/// The common case (one subscriber, inspection off) is inlined into the
+/// caller ([`single`]); everything else is in [`route_slow`].
+#[inline(always)]
+pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
+    if let Some((sub, handler)) = single::<M>(core, dest) {
+        handler.call(core, sub, Lent::new(message));
         return;
     }
     route_slow(core, dest, sender, message);
 }
 
+/// [`route`] past its common case (which [`single`] found not to apply).
 #[inline(never)]
-fn route_slow<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
+pub(crate) fn route_slow<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
     match core.routes.find(dest, TypeId::of::<M>()) {
         Found::One(sub) => {
             core.stats.delivered += 1;
@@ -196,8 +212,7 @@ fn call<M: 'static>(core: &mut Core, sub: Key, message: &M) -> bool {
     let Some(handler) = core.routes.take_handler(sub) else {
         return false;
     };
-    handler.call(core, Lent::new(message));
-    core.routes.put_handler(sub, handler);
+    handler.call(core, sub, Lent::new(message));
     true
 }
 
@@ -225,9 +240,10 @@ impl<M, F> FnHandler<M, F> {
 }
 
 impl<M: 'static, F: Fn(&mut Core, &M) + 'static> Handler for FnHandler<M, F> {
-    fn call(&self, core: &mut Core, message: Lent<'_>) {
+    fn call(self: Box<Self>, core: &mut Core, sub: Key, message: Lent<'_>) {
         if let Some(message) = message.get::<M>() {
             (self.f)(core, message);
         }
+        core.routes.put_handler(sub, self);
     }
 }

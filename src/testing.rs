@@ -305,9 +305,10 @@ impl<M> fmt::Debug for Probe<M> {
 struct Record<M>(Rc<RefCell<Vec<M>>>, PhantomData<fn(M)>);
 
 impl<M: Clone + 'static> Handler for Record<M> {
-    fn call(&self, _: &mut Core, message: crate::queue::Lent<'_>) {
+    fn call(self: Box<Self>, core: &mut Core, sub: Key, message: crate::queue::Lent<'_>) {
         if let Some(message) = message.get::<M>() {
             self.0.borrow_mut().push(message.clone());
         }
+        core.routes.put_handler(sub, self);
     }
 }

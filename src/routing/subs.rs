@@ -1,0 +1,191 @@
+//! The subscription records of the routing table: a generational arena
+//! whose occupancy test is the generation compare itself.
+//!
+//! A delivery finds its subscription's record twice (to take its handler
+//! out, and to put it back), so finding one is kept to a bounds check and
+//! one compare: a vacant record carries the generation [`VACANT`], which no
+//! key is given, and its fields are empty (no handler), so there is no
+//! occupied-or-vacant tag to test besides. Vacant records are chained
+//! through their `link`, most recently freed first (as `slab` reuses them).
+
+use crate::arena::Key;
+
+/// The generation of a vacant record (never a key's).
+const VACANT: u32 = u32::MAX;
+/// The end of the chain of vacant records.
+const END: u32 = u32::MAX;
+
+/// One record: live while its generation is not [`VACANT`].
+pub(super) struct Record<R> {
+    generation: u32,
+    /// The next vacant record, while vacant.
+    link: u32,
+    pub(super) value: R,
+}
+
+/// Subscription records (`R`, which has an empty value, `R::default()`,
+/// kept in vacant records).
+pub(super) struct Records<R> {
+    records: Vec<Record<R>>,
+    /// The first vacant record ([`END`]: none).
+    vacant: u32,
+    next_generation: u32,
+    len: usize,
+}
+
+impl<R> Default for Records<R> {
+    fn default() -> Self {
+        Records {
+            records: Vec::new(),
+            vacant: END,
+            next_generation: 0,
+            len: 0,
+        }
+    }
+}
+
+impl<R: Default> Records<R> {
+    /// Stores a value; its key.
+    pub(super) fn insert(&mut self, value: R) -> Key {
+        let generation = self.next_generation;
+        // Skips `VACANT` when the counter wraps.
+        self.next_generation = match generation.wrapping_add(1) {
+            VACANT => 0,
+            next => next,
+        };
+        let idx = if self.vacant != END {
+            let idx = self.vacant;
+            let record = &mut self.records[idx as usize];
+            self.vacant = record.link;
+            *record = Record {
+                generation,
+                link: END,
+                value,
+            };
+            idx
+        } else {
+            let idx = u32::try_from(self.records.len())
+                .ok()
+                .filter(|&i| i != END)
+                .expect("fewer than 2^32 - 1 subscriptions at once");
+            self.records.push(Record {
+                generation,
+                link: END,
+                value,
+            });
+            idx
+        };
+        self.len += 1;
+        Key { idx, generation }
+    }
+
+    /// The value of a live key.
+    #[inline(always)]
+    pub(super) fn get(&self, key: Key) -> Option<&R> {
+        match self.records.get(key.idx as usize) {
+            Some(r) if r.generation == key.generation => Some(&r.value),
+            _ => None,
+        }
+    }
+
+    /// The value of a live key.
+    #[inline(always)]
+    pub(super) fn get_mut(&mut self, key: Key) -> Option<&mut R> {
+        match self.records.get_mut(key.idx as usize) {
+            Some(r) if r.generation == key.generation => Some(&mut r.value),
+            _ => None,
+        }
+    }
+
+    /// Removes the value of a live key (its record becomes vacant).
+    pub(super) fn remove(&mut self, key: Key) -> Option<R> {
+        let vacant = self.vacant;
+        let record = self.records.get_mut(key.idx as usize)?;
+        if record.generation != key.generation {
+            return None;
+        }
+        record.generation = VACANT;
+        record.link = vacant;
+        self.vacant = key.idx;
+        self.len -= 1;
+        let value = std::mem::take(&mut record.value);
+        if self.len == 0 {
+            // None live: start afresh (and give the memory back).
+            *self = Records {
+                next_generation: self.next_generation,
+                ..Records::default()
+            };
+        }
+        Some(value)
+    }
+
+    /// Live values.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stale_key_never_reaches_a_reused_record() {
+        let mut r: Records<Option<&str>> = Records::default();
+        let k1 = r.insert(Some("first"));
+        let k2 = r.insert(Some("second"));
+        assert_eq!(r.remove(k1), Some(Some("first")));
+        assert_eq!(r.get(k1), None);
+        assert_eq!(r.remove(k1), None, "removed once");
+        let k3 = r.insert(Some("third"));
+        assert_eq!(k3.idx, k1.idx, "the vacant record is reused");
+        assert_eq!(r.get(k1), None, "but the old key stays stale");
+        assert_eq!(r.get(k3), Some(&Some("third")));
+        assert_eq!(r.get(k2), Some(&Some("second")));
+        assert_eq!(r.len(), 2);
+        assert_eq!(r.get(Key::NONE), None);
+        *r.get_mut(k2).unwrap() = None;
+        assert_eq!(r.get(k2), Some(&None));
+    }
+
+    #[test]
+    fn vacant_records_are_reused_last_freed_first_and_emptying_frees_them() {
+        let mut r: Records<u32> = Records::default();
+        let keys: Vec<Key> = (0..4).map(|i| r.insert(i)).collect();
+        r.remove(keys[1]).unwrap();
+        r.remove(keys[3]).unwrap();
+        assert_eq!(r.insert(7).idx, keys[3].idx);
+        assert_eq!(r.insert(8).idx, keys[1].idx);
+        assert_eq!(r.insert(9).idx, 4);
+        assert_eq!(r.len(), 5);
+        for k in r.records.iter().map(|x| x.generation).collect::<Vec<_>>() {
+            assert_ne!(k, VACANT);
+        }
+        let live: Vec<Key> = (0..5u32)
+            .map(|idx| Key {
+                idx,
+                generation: r.records[idx as usize].generation,
+            })
+            .collect();
+        for k in live {
+            r.remove(k).unwrap();
+        }
+        assert_eq!((r.len(), r.records.capacity()), (0, 0));
+        let k = r.insert(1);
+        assert_eq!(k.idx, 0);
+        assert!(
+            keys.iter().all(|old| r.get(*old).is_none()),
+            "generations go on"
+        );
+    }
+
+    #[test]
+    fn the_generation_counter_skips_the_vacant_mark_when_it_wraps() {
+        let mut r: Records<u32> = Records {
+            next_generation: VACANT - 1,
+            ..Records::default()
+        };
+        assert_eq!(r.insert(1).generation, VACANT - 1);
+        assert_eq!(r.insert(2).generation, 0);
+    }
+}
