@@ -21,7 +21,6 @@ mod slots;
 use crate::arena::Key;
 use slots::{Slots, Vacancy};
 use std::fmt;
-use std::time::{Duration, Instant};
 
 /// Names a timer started by [`Context::start_timer`](crate::Context::start_timer).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -61,18 +60,24 @@ pub(crate) trait Action {
     fn vacant() -> Self;
 }
 
+/// A point on a locality's clock: nanoseconds from an epoch the caller
+/// chooses (signed: a clock set before its epoch reads negative). Integer
+/// ticks, not `Instant`s: a deadline is one addition and one comparison.
+pub(crate) type Ticks = i64;
+
 /// When a timer is due: `deadline` is `now + after` (the caller saturates
-/// it as it wishes); `seq` orders timers with the same deadline.
+/// it as it wishes), `after` in nanoseconds (below `u64::MAX`, the mark of
+/// a list not taken); `seq` orders timers with the same deadline.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Due {
-    pub(crate) deadline: Instant,
-    pub(crate) after: Duration,
+    pub(crate) deadline: Ticks,
+    pub(crate) after: u64,
     pub(crate) seq: u64,
 }
 
 /// A pending timer's record, in its slot.
 pub(crate) struct Record<T> {
-    deadline: Instant,
+    deadline: Ticks,
     seq: u64,
     place: Place,
     owner: Key,
@@ -85,7 +90,7 @@ pub(crate) struct Record<T> {
 impl<T: Action> Vacancy for Record<T> {
     fn vacant() -> Self {
         Record {
-            deadline: Instant::now(),
+            deadline: 0,
             seq: 0,
             place: Place::Vacant,
             owner: Key::NONE,
@@ -112,7 +117,7 @@ pub(crate) struct Entry<T> {
 /// The timers of one duration, oldest first.
 #[derive(Clone, Copy)]
 struct List {
-    after: Duration,
+    after: u64,
     head: u32,
     tail: u32,
 }
@@ -142,7 +147,7 @@ impl<T> Default for Timers<T> {
             // A list not taken yet has a duration no timer has (all are
             // cut to a century), so that `list_for` needs no bounds test.
             lists: [List {
-                after: Duration::MAX,
+                after: u64::MAX,
                 head: NIL,
                 tail: NIL,
             }; MAX_LISTS],
@@ -156,51 +161,62 @@ impl<T> Default for Timers<T> {
 impl<T: Action> Timers<T> {
     /// Starts a timer of `owner`, whose list of timers starts at `*head`
     /// (`Key::NONE`: empty). Timers of one `after` share a list, so `after`
-    /// must be the duration the deadline was computed from (shorter than
-    /// `Duration::MAX`, the mark of a list not taken), and the clock must
+    /// must be the duration the deadline was computed from (below
+    /// `u64::MAX`, the mark of a list not taken), and the clock must
     /// never go back between two starts.
     #[inline(always)]
     pub(crate) fn start(&mut self, due: Due, owner: Key, head: &mut Key, action: T) -> Key {
-        let Due {
-            deadline,
-            after,
-            seq,
-        } = due;
-        debug_assert!(after < Duration::MAX, "a timer's duration is cut first");
+        debug_assert!(due.after < u64::MAX, "a timer's duration is cut first");
+        // A start mostly finds a list (the heap is out of line: the common
+        // path keeps fewer registers).
+        let Some(list) = self.list_for(due.after) else {
+            return self.start_in_heap(due, owner, head, action);
+        };
+        let tail = self.lists[list].tail;
+        let place = Place::List {
+            list: list as u8,
+            prev: tail,
+            next: NIL,
+        };
+        let key = self.insert(due, place, owner, head, action);
+        match self.entries.get_mut_at(tail) {
+            Some(Record {
+                place: Place::List { next, .. },
+                ..
+            }) => *next = key.idx,
+            _ => self.lists[list].head = key.idx,
+        }
+        self.lists[list].tail = key.idx;
+        key
+    }
+
+    /// `start` for a timer whose duration has no list.
+    #[cold]
+    #[inline(never)]
+    fn start_in_heap(&mut self, due: Due, owner: Key, head: &mut Key, action: T) -> Key {
+        let place = Place::Heap(self.heap.len() as u32);
+        let key = self.insert(due, place, owner, head, action);
+        self.push_heap(key);
+        key
+    }
+
+    /// A new record, at the newest end of its owner's list (whose head is
+    /// `*head`), not yet in its place (`place` says where it goes).
+    #[inline(always)]
+    fn insert(&mut self, due: Due, place: Place, owner: Key, head: &mut Key, action: T) -> Key {
         let newest = *head;
         let older = self.entries.get(newest).map_or(NIL, |_| newest.idx);
-        let list = self.list_for(after);
-        let place = match list {
-            Some(list) => Place::List {
-                list: list as u8,
-                prev: self.lists[list].tail,
-                next: NIL,
-            },
-            None => Place::Heap(self.heap.len() as u32),
-        };
         // Written in place, field by field.
         let (key, record) = self.entries.insert();
-        record.deadline = deadline;
-        record.seq = seq;
+        record.deadline = due.deadline;
+        record.seq = due.seq;
         record.place = place;
         record.owner = owner;
         record.older = older;
         record.newer = NIL;
-        record.action = action;
-        match list {
-            Some(list) => {
-                let tail = self.lists[list].tail;
-                match self.entries.get_mut_at(tail) {
-                    Some(Record {
-                        place: Place::List { next, .. },
-                        ..
-                    }) => *next = key.idx,
-                    _ => self.lists[list].head = key.idx,
-                }
-                self.lists[list].tail = key.idx;
-            }
-            None => self.push_heap(key),
-        }
+        // The record was vacant: its action is a placeholder that holds
+        // nothing, so it is overwritten without running its drop.
+        std::mem::forget(std::mem::replace(&mut record.action, action));
         if let Some(e) = self.entries.get_mut_at(older) {
             e.newer = key.idx;
         }
@@ -221,7 +237,7 @@ impl<T: Action> Timers<T> {
     /// The list of timers of duration `after`: the one it has, or an empty
     /// one taken for it; `None` if every list is in use by other durations.
     #[inline(always)]
-    fn list_for(&mut self, after: Duration) -> Option<usize> {
+    fn list_for(&mut self, after: u64) -> Option<usize> {
         // Most starts use the duration of the one before (a request timeout).
         let last = usize::from(self.last) % MAX_LISTS;
         if self.lists[last].after == after {
@@ -233,7 +249,7 @@ impl<T: Action> Timers<T> {
     }
 
     /// The list for timers of `after`, made if there is room.
-    fn find_list(&mut self, after: Duration) -> Option<usize> {
+    fn find_list(&mut self, after: u64) -> Option<usize> {
         if let Some(i) = self.lists().iter().position(|l| l.after == after) {
             return Some(i);
         }
@@ -334,7 +350,7 @@ impl<T: Action> Timers<T> {
     }
 
     /// The earliest pending timer: its key, deadline and start sequence.
-    pub(crate) fn earliest(&self) -> Option<(Key, Instant, u64)> {
+    pub(crate) fn earliest(&self) -> Option<(Key, Ticks, u64)> {
         let heads = self.lists().iter().map(|l| self.key_at(l.head));
         let top = self.heap.first().copied();
         heads
@@ -346,7 +362,7 @@ impl<T: Action> Timers<T> {
     /// Removes and returns the earliest timer if it is due at `now` and its
     /// sequence is below `round` (it started before the round began). It is
     /// still in its owner's list: `detach` it with the owner's head.
-    pub(crate) fn pop_due(&mut self, now: Instant, round: u64) -> Option<(Key, Entry<T>)> {
+    pub(crate) fn pop_due(&mut self, now: Ticks, round: u64) -> Option<(Key, Entry<T>)> {
         let (key, deadline, seq) = self.earliest()?;
         if deadline > now || seq >= round {
             return None;
@@ -355,7 +371,7 @@ impl<T: Action> Timers<T> {
     }
 
     #[cfg(test)]
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self) -> Option<Ticks> {
         self.earliest().map(|(_, deadline, _)| deadline)
     }
 
@@ -376,7 +392,7 @@ impl<T: Action> Timers<T> {
 
     /// When the timer at `key` is due, if it is pending.
     #[cfg(feature = "nats")]
-    pub(crate) fn deadline(&self, key: Key) -> Option<Instant> {
+    pub(crate) fn deadline(&self, key: Key) -> Option<Ticks> {
         self.entries.get(key).map(|e| e.deadline)
     }
 

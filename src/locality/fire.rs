@@ -4,7 +4,7 @@ use super::Core;
 use crate::actor::{ActorCell, ActorState, Rare};
 use crate::arena::{Arena, Key};
 use crate::lifecycle;
-use crate::timer::{Due, TimerId};
+use crate::timer::{Due, Ticks, TimerId};
 use std::time::{Duration, Instant};
 
 /// A user callback, erased over the actor type.
@@ -49,9 +49,12 @@ pub(crate) fn head_of<'a>(
 
 impl Core {
     /// When a timer started now, `after` from now, is due.
+    #[inline(always)]
     pub(crate) fn due(&mut self, after: Duration) -> Due {
+        // At most a century: fits in ticks, from any clock reading.
         let after = after.min(CENTURY);
-        let deadline = self.now.checked_add(after).unwrap_or(self.now);
+        let after = after.as_secs() * 1_000_000_000 + u64::from(after.subsec_nanos());
+        let deadline = self.now_ticks.saturating_add(after as Ticks);
         let seq = self.timer_seq;
         self.timer_seq += 1;
         Due {
@@ -88,10 +91,33 @@ impl Core {
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let timer = self.timers.earliest().map(|(_, d, _)| d);
         let request = self.requests.earliest().map(|(_, d, _)| d);
-        match (timer, request) {
+        let ticks = match (timer, request) {
             (Some(t), Some(r)) => Some(t.min(r)),
             (t, r) => t.or(r),
-        }
+        };
+        ticks.map(|t| self.instant_of(t))
+    }
+
+    /// Sets the clock (`now` and its ticks).
+    pub(crate) fn set_now(&mut self, now: Instant) {
+        self.now = now;
+        self.now_ticks = match now.checked_duration_since(self.epoch) {
+            Some(d) => Ticks::try_from(d.as_nanos()).unwrap_or(Ticks::MAX),
+            None => Ticks::try_from(self.epoch.duration_since(now).as_nanos())
+                .map_or(Ticks::MIN, |t| -t),
+        };
+    }
+
+    /// The instant of a reading in ticks (`now` if the platform's `Instant`
+    /// cannot hold it).
+    pub(crate) fn instant_of(&self, ticks: Ticks) -> Instant {
+        let d = Duration::from_nanos(ticks.unsigned_abs());
+        let at = if ticks >= 0 {
+            self.epoch.checked_add(d)
+        } else {
+            self.epoch.checked_sub(d)
+        };
+        at.unwrap_or(self.now)
     }
 
     /// Fires the timers (and request timeouts) that were due when this round
@@ -110,7 +136,7 @@ impl Core {
                 _ => false,
             };
             if request_first {
-                let Some((key, entry)) = self.requests.pop_due(self.now, round) else {
+                let Some((key, entry)) = self.requests.pop_due(self.now_ticks, round) else {
                     break;
                 };
                 if let Some(head) = self.requests.detach(&entry) {
@@ -120,7 +146,7 @@ impl Core {
                 }
                 crate::request::on_timeout(self, key, entry.action);
             } else {
-                let Some((key, entry)) = self.timers.pop_due(self.now, round) else {
+                let Some((key, entry)) = self.timers.pop_due(self.now_ticks, round) else {
                     break;
                 };
                 if let Some(head) = self.timers.detach(&entry) {

@@ -4,6 +4,14 @@
 use super::*;
 use proptest::prelude::*;
 
+/// `n` milliseconds in ticks (nanoseconds).
+fn millis(n: u64) -> Ticks {
+    Ticks::try_from(n).unwrap() * 1_000_000
+}
+
+/// An arbitrary start of the clock.
+const T0: Ticks = 1_000_000_007;
+
 impl Action for u32 {
     fn vacant() -> Self {
         0
@@ -25,21 +33,21 @@ impl Set {
             seq: 0,
         }
     }
-    fn start(&mut self, t0: Instant, now_ms: u64, after_ms: u64) -> Key {
-        let after = Duration::from_millis(after_ms);
-        let deadline = t0 + Duration::from_millis(now_ms) + after;
+    fn start(&mut self, t0: Ticks, now_ms: u64, after_ms: u64) -> Key {
+        let after = millis(after_ms);
+        let deadline = t0 + millis(now_ms) + after;
         self.seq += 1;
         let due = Due {
             deadline,
-            after,
+            after: after as u64,
             seq: self.seq,
         };
         self.t.start(due, Key::NONE, &mut self.head, 0)
     }
-    fn fired(&mut self, now: Instant) -> Vec<Key> {
+    fn fired(&mut self, now: Ticks) -> Vec<Key> {
         self.fired_before(now, u64::MAX)
     }
-    fn fired_before(&mut self, now: Instant, round: u64) -> Vec<Key> {
+    fn fired_before(&mut self, now: Ticks, round: u64) -> Vec<Key> {
         let mut out = Vec::new();
         while let Some((k, e)) = self.t.pop_due(now, round) {
             if let Some(head) = self.t.detach(&e) {
@@ -62,9 +70,9 @@ impl Set {
 
 #[test]
 fn fire_in_deadline_order_ties_in_start_order() {
-    let t0 = Instant::now();
+    let t0 = T0;
     let mut s = Set::new();
-    let ms = |n| t0 + Duration::from_millis(n);
+    let ms = |n| t0 + millis(n);
     let keys: Vec<Key> = [30, 10, 20, 10, 5]
         .iter()
         .map(|&d| s.start(t0, 0, d))
@@ -84,7 +92,7 @@ fn fire_in_deadline_order_ties_in_start_order() {
 
 #[test]
 fn timers_started_in_a_round_are_not_due_in_it() {
-    let t0 = Instant::now();
+    let t0 = T0;
     let mut s = Set::new();
     let a = s.start(t0, 0, 0);
     let round = s.seq + 1;
@@ -99,14 +107,14 @@ fn timers_started_in_a_round_are_not_due_in_it() {
 
 #[test]
 fn more_durations_than_lists_go_to_the_heap_in_the_same_order() {
-    let t0 = Instant::now();
+    let t0 = T0;
     let mut s = Set::new();
     let keys: Vec<Key> = (0..3 * MAX_LISTS as u64)
         .map(|i| s.start(t0, 0, 100 - i))
         .collect();
     assert_eq!(s.t.lists().len(), MAX_LISTS);
     assert_eq!(s.t.heap.len(), 2 * MAX_LISTS);
-    let order = s.fired(t0 + Duration::from_secs(1));
+    let order = s.fired(t0 + millis(1000));
     let expected: Vec<Key> = keys.iter().rev().copied().collect();
     assert_eq!(order, expected);
     // Emptied lists are reused by new durations.
@@ -117,7 +125,7 @@ fn more_durations_than_lists_go_to_the_heap_in_the_same_order() {
 
 #[test]
 fn an_owners_timers_are_cancelled_all_at_once_oldest_first() {
-    let t0 = Instant::now();
+    let t0 = T0;
     let mut s = Set::new();
     let keys: Vec<Key> = (0..5).map(|i| s.start(t0, 0, i % 2 * 1000)).collect();
     assert!(s.cancel(keys[2]));
@@ -150,7 +158,7 @@ proptest! {
     /// order, cancelled ones never, and every one once.
     #[test]
     fn behaves_as_a_sorted_model(ops in proptest::collection::vec(op(), 0..300)) {
-        let t0 = Instant::now();
+        let t0 = T0;
         let mut s = Set::new();
         let mut model: Vec<(u64, u64, Key)> = Vec::new(); // (deadline ms, seq, key)
         let mut started: Vec<Key> = Vec::new();
@@ -179,12 +187,12 @@ proptest! {
                     model.sort();
                     let due: Vec<Key> = model.iter().filter(|m| m.0 <= now).map(|m| m.2).collect();
                     model.retain(|m| m.0 > now);
-                    prop_assert_eq!(s.fired(t0 + Duration::from_millis(now)), due);
+                    prop_assert_eq!(s.fired(t0 + millis(now)), due);
                 }
             }
             prop_assert_eq!(s.t.len(), model.len());
             let next = model.iter().map(|m| m.0).min();
-            prop_assert_eq!(s.t.next_deadline(), next.map(|ms| t0 + Duration::from_millis(ms)));
+            prop_assert_eq!(s.t.next_deadline(), next.map(|ms| t0 + millis(ms)));
         }
         let rest: Vec<Key> = s.t.cancel_all(s.head).into_iter().map(|(k, _)| k).collect();
         let mut expected: Vec<(u64, Key)> = model.iter().map(|m| (m.1, m.2)).collect();
