@@ -12,9 +12,10 @@
 //! timer sets can share one order), and a cancelled timer leaves nothing
 //! behind and never fires.
 //!
-//! Each timer also belongs to an owner, and the timers of one owner are
-//! linked in a list whose head the caller keeps (in the owner's record):
-//! cancelling one, or all of an owner's at once, needs no scan.
+//! Each timer also belongs to an owner (a key of an arena: its slot index
+//! names the owner here), and the timers of one owner are linked in a list
+//! whose head the set keeps by that index: cancelling one, or all of an
+//! owner's at once, needs no scan, and no lookup of the owner.
 
 mod slots;
 
@@ -138,6 +139,9 @@ pub(crate) struct Timers<T> {
     /// The list used last (a hint: checked before use).
     last: u8,
     heap: Vec<Key>,
+    /// The newest timer of each owner (by the owner's slot index; [`NIL`]:
+    /// none), where its list of timers starts.
+    heads: Vec<u32>,
 }
 
 impl<T> Default for Timers<T> {
@@ -154,23 +158,25 @@ impl<T> Default for Timers<T> {
             used: 0,
             last: 0,
             heap: Vec::new(),
+            heads: Vec::new(),
         }
     }
 }
 
 impl<T: Action> Timers<T> {
-    /// Starts a timer of `owner`, whose list of timers starts at `*head`
-    /// (`Key::NONE`: empty). Timers of one `after` share a list, so `after`
+    /// Starts a timer of `owner` (a key of an arena: one slot index is one
+    /// owner, whose timers all go when it does, see `cancel_all`). Timers
+    /// of one `after` share a list, so `after`
     /// must be the duration the deadline was computed from (below
     /// `u64::MAX`, the mark of a list not taken), and the clock must
     /// never go back between two starts.
     #[inline(always)]
-    pub(crate) fn start(&mut self, due: Due, owner: Key, head: &mut Key, action: T) -> Key {
+    pub(crate) fn start(&mut self, due: Due, owner: Key, action: T) -> Key {
         debug_assert!(due.after < u64::MAX, "a timer's duration is cut first");
         // A start mostly finds a list (the heap is out of line: the common
         // path keeps fewer registers).
         let Some(list) = self.list_for(due.after) else {
-            return self.start_in_heap(due, owner, head, action);
+            return self.start_in_heap(due, owner, action);
         };
         let tail = self.lists[list].tail;
         let place = Place::List {
@@ -178,7 +184,7 @@ impl<T: Action> Timers<T> {
             prev: tail,
             next: NIL,
         };
-        let key = self.insert(due, place, owner, head, action);
+        let key = self.insert(due, place, owner, action);
         match self.entries.get_mut_at(tail) {
             Some(Record {
                 place: Place::List { next, .. },
@@ -193,19 +199,18 @@ impl<T: Action> Timers<T> {
     /// `start` for a timer whose duration has no list.
     #[cold]
     #[inline(never)]
-    fn start_in_heap(&mut self, due: Due, owner: Key, head: &mut Key, action: T) -> Key {
+    fn start_in_heap(&mut self, due: Due, owner: Key, action: T) -> Key {
         let place = Place::Heap(self.heap.len() as u32);
-        let key = self.insert(due, place, owner, head, action);
+        let key = self.insert(due, place, owner, action);
         self.push_heap(key);
         key
     }
 
-    /// A new record, at the newest end of its owner's list (whose head is
-    /// `*head`), not yet in its place (`place` says where it goes).
+    /// A new record, at the newest end of its owner's list, not yet in its
+    /// place (`place` says where it goes).
     #[inline(always)]
-    fn insert(&mut self, due: Due, place: Place, owner: Key, head: &mut Key, action: T) -> Key {
-        let newest = *head;
-        let older = self.entries.get(newest).map_or(NIL, |_| newest.idx);
+    fn insert(&mut self, due: Due, place: Place, owner: Key, action: T) -> Key {
+        let older = self.heads.get(owner.idx as usize).copied().unwrap_or(NIL);
         // Written in place, field by field.
         let (key, record) = self.entries.insert();
         record.deadline = due.deadline;
@@ -220,8 +225,31 @@ impl<T: Action> Timers<T> {
         if let Some(e) = self.entries.get_mut_at(older) {
             e.newer = key.idx;
         }
-        *head = key;
+        self.set_head(owner, key.idx);
         key
+    }
+
+    /// Makes slot `idx` (or [`NIL`]) the newest timer of `owner`.
+    #[inline(always)]
+    fn set_head(&mut self, owner: Key, idx: u32) {
+        match self.heads.get_mut(owner.idx as usize) {
+            Some(head) => *head = idx,
+            None => self.first_head(owner, idx),
+        }
+    }
+
+    /// The first timer of an owner of a slot index not seen yet.
+    #[cold]
+    #[inline(never)]
+    fn first_head(&mut self, owner: Key, idx: u32) {
+        let at = owner.idx as usize;
+        // Owners are slots of an arena of live actors: a key such as
+        // `Key::NONE` (no slot) has no list, rather than a huge table.
+        if at >= 1 << 28 {
+            return;
+        }
+        self.heads.resize(at + 1, NIL);
+        self.heads[at] = idx;
     }
 
     /// Puts a timer without a list in the heap (out of line: a start
@@ -267,13 +295,12 @@ impl<T: Action> Timers<T> {
     }
 
     /// Removes a pending timer; `None` if it already fired or was
-    /// cancelled. With it, the new head of its owner's list if the head
-    /// moves (see `detach`).
+    /// cancelled.
     #[inline(always)]
-    pub(crate) fn cancel(&mut self, key: Key) -> Option<(Entry<T>, Option<Key>)> {
+    pub(crate) fn cancel(&mut self, key: Key) -> Option<Entry<T>> {
         let entry = self.take(key)?;
-        let head = self.detach(&entry);
-        Some((entry, head))
+        self.detach(&entry);
+        Some(entry)
     }
 
     /// Takes a timer out of its place and the arena (not yet out of its
@@ -297,35 +324,32 @@ impl<T: Action> Timers<T> {
         Some(entry)
     }
 
-    /// Takes a removed timer out of its owner's list: `Some(head)` if the
-    /// list's head (kept by the caller) must become `head`, an older timer.
-    /// A list left empty keeps its old head, which names no pending timer
-    /// any more (its generation is gone) and reads as empty: the common
-    /// case of one pending request at a time needs no lookup of the owner.
+    /// Takes a removed timer out of its owner's list (the list of one
+    /// pending request at a time is the owner's head alone).
     #[inline(always)]
-    #[must_use]
-    pub(crate) fn detach(&mut self, entry: &Entry<T>) -> Option<Key> {
+    pub(crate) fn detach(&mut self, entry: &Entry<T>) {
         if let Some(older) = self.entries.get_mut_at(entry.older) {
             older.newer = entry.newer;
-        } else if entry.newer == NIL {
-            return None; // the only one: the list is empty now
         }
         match self.entries.get_mut_at(entry.newer) {
-            Some(newer) => {
-                newer.older = entry.older;
-                None
-            }
-            None => Some(self.key_at(entry.older)),
+            Some(newer) => newer.older = entry.older,
+            None => self.set_head(entry.owner, entry.older), // it was the newest
         }
     }
 
-    /// Removes every timer of the list that starts at `head`, oldest first.
-    pub(crate) fn cancel_all(&mut self, mut head: Key) -> Vec<(Key, Entry<T>)> {
+    /// Removes every timer of `owner` (of its slot index), oldest first.
+    pub(crate) fn cancel_all(&mut self, owner: Key) -> Vec<(Key, Entry<T>)> {
         let mut out = Vec::new();
-        while let Some(entry) = self.take(head) {
-            let older = self.key_at(entry.older);
-            out.push((head, entry));
-            head = older;
+        let Some(head) = self.heads.get_mut(owner.idx as usize) else {
+            return out;
+        };
+        let mut idx = std::mem::replace(head, NIL);
+        while let Some(key) = self.entries.key_at(idx) {
+            let Some(entry) = self.take(key) else {
+                break; // not reachable: a listed timer is pending
+            };
+            idx = entry.older;
+            out.push((key, entry));
         }
         out.reverse();
         out
@@ -361,7 +385,7 @@ impl<T: Action> Timers<T> {
 
     /// Removes and returns the earliest timer if it is due at `now` and its
     /// sequence is below `round` (it started before the round began). It is
-    /// still in its owner's list: `detach` it with the owner's head.
+    /// still in its owner's list: `detach` it.
     pub(crate) fn pop_due(&mut self, now: Ticks, round: u64) -> Option<(Key, Entry<T>)> {
         let (key, deadline, seq) = self.earliest()?;
         if deadline > now || seq >= round {

@@ -136,21 +136,21 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         return;
     };
     let main = cell.address.key();
-    if let Some(rare) = cell.rare.as_deref_mut() {
-        let (subscriptions, timers, requests, identities) = (
+    let (subscriptions, identities) = match cell.rare.as_deref_mut() {
+        Some(rare) => (
             std::mem::take(&mut rare.foreign_subscriptions),
-            std::mem::take(&mut rare.timers_head),
-            std::mem::take(&mut rare.requests_head),
             std::mem::take(&mut rare.identities),
-        );
-        for sub in subscriptions {
-            crate::subscription::unsubscribe(core, sub);
-        }
-        core.timers.cancel_all(timers);
-        crate::request::requester_gone(core, requests);
-        for address in identities {
-            crate::subscription::remove_address(core, address);
-        }
+        ),
+        None => Default::default(),
+    };
+    for sub in subscriptions {
+        crate::subscription::unsubscribe(core, sub);
+    }
+    // Its timers and requests are listed by its slot in their sets.
+    core.timers.cancel_all(me);
+    crate::request::requester_gone(core, me);
+    for address in identities {
+        crate::subscription::remove_address(core, address);
     }
     crate::subscription::remove_address(core, main);
     crate::future::actor_gone(core, me);

@@ -1,8 +1,8 @@
 //! Timers of a locality: what each one does when it fires, and firing them.
 
 use super::Core;
-use crate::actor::{ActorCell, ActorState, Rare};
-use crate::arena::{Arena, Key};
+use crate::actor::ActorState;
+use crate::arena::Key;
 use crate::lifecycle;
 use crate::timer::{Due, Ticks, TimerId};
 use std::time::{Duration, Instant};
@@ -33,20 +33,6 @@ impl crate::timer::Action for TimerAction {
 /// so that no deadline overflows the clock.
 const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
-/// The head of one of `owner`'s lists (`field` of its record: its timers,
-/// its requests); `dummy` if the owner is gone (its list no longer matters).
-pub(crate) fn head_of<'a>(
-    actors: &'a mut Arena<ActorCell>,
-    owner: Key,
-    field: fn(&mut Rare) -> &mut Key,
-    dummy: &'a mut Key,
-) -> &'a mut Key {
-    match actors.get_mut(owner).and_then(|c| c.rare.as_deref_mut()) {
-        Some(rare) => field(rare),
-        None => dummy,
-    }
-}
-
 impl Core {
     /// When a timer started now, `after` from now, is due.
     #[inline(always)]
@@ -66,25 +52,16 @@ impl Core {
 
     /// Starts a timer of `owner`, `after` from now (the locality's clock).
     pub(crate) fn start_timer(&mut self, after: Duration, owner: Key, action: TimerAction) -> Key {
+        if self.actors.get(owner).is_none() {
+            return Key::NONE; // no owner, nothing to time
+        }
         let due = self.due(after);
-        let head = match self.actors.get_mut(owner) {
-            Some(cell) => &mut cell.rare().timers_head,
-            None => return Key::NONE, // no owner, nothing to time
-        };
-        self.timers.start(due, owner, head, action)
+        self.timers.start(due, owner, action)
     }
 
     /// Cancels a timer; `false` if it was not pending.
     pub(crate) fn cancel_timer(&mut self, key: Key) -> bool {
-        let Some((entry, moved)) = self.timers.cancel(key) else {
-            return false;
-        };
-        if let Some(head) = moved {
-            let mut detached = Key::NONE;
-            let field: fn(&mut Rare) -> &mut Key = |r| &mut r.timers_head;
-            *head_of(&mut self.actors, entry.owner, field, &mut detached) = head;
-        }
-        true
+        self.timers.cancel(key).is_some()
     }
 
     /// The earliest deadline of a timer or a request.
@@ -139,21 +116,13 @@ impl Core {
                 let Some((key, entry)) = self.requests.pop_due(self.now_ticks, round) else {
                     break;
                 };
-                if let Some(head) = self.requests.detach(&entry) {
-                    let mut detached = Key::NONE;
-                    let field: fn(&mut Rare) -> &mut Key = |r| &mut r.requests_head;
-                    *head_of(&mut self.actors, entry.owner, field, &mut detached) = head;
-                }
+                self.requests.detach(&entry);
                 crate::request::on_timeout(self, key, entry.action);
             } else {
                 let Some((key, entry)) = self.timers.pop_due(self.now_ticks, round) else {
                     break;
                 };
-                if let Some(head) = self.timers.detach(&entry) {
-                    let mut detached = Key::NONE;
-                    let field: fn(&mut Rare) -> &mut Key = |r| &mut r.timers_head;
-                    *head_of(&mut self.actors, entry.owner, field, &mut detached) = head;
-                }
+                self.timers.detach(&entry);
                 self.fire(key, entry.owner, entry.action);
             }
             fired += 1;

@@ -25,12 +25,10 @@
 //! carries it (which is then late).
 
 use super::{CancelRequest, Payload, Request, RequestId, RequestMsg, Response};
-use crate::actor::Rare;
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
-use crate::locality::fire::head_of;
 use crate::locality::shared::Remote;
 use crate::queue::Envelope;
 use crate::subscription::Next;
@@ -106,6 +104,19 @@ impl Server {
     }
 }
 
+/// Who sends a request, and where its replies go: what a payload's
+/// allocation needs to know (see `Payloads::take`).
+pub(super) struct Requester<K, A> {
+    /// The requesting actor.
+    pub(super) me: Key,
+    /// Where replies go, if not `me`'s main address.
+    pub(super) via: Option<Key>,
+    /// The key of the reply address (`None` if `me` is gone).
+    pub(super) reply_key: K,
+    /// The address of a key of this locality.
+    pub(super) reply_address: A,
+}
+
 /// Sends a request from actor `me`, replies going to `reply_to` (one of
 /// `me`'s addresses, a key of this locality; `None`: its main address).
 pub(crate) fn send<R: Request>(
@@ -119,25 +130,37 @@ pub(crate) fn send<R: Request>(
     let due = core.due(timeout);
     let locality = core.id();
     let here = to.is_of(&core.shared);
-    let Some(cell) = core.actors.get_mut(me) else {
-        // Not reachable from a handler (its actor is live); refuse quietly.
-        return RequestId::NONE;
+    let mine = match reply_to {
+        None if here => core.payloads.take_mine(payload, me, to),
+        _ => Err(payload),
     };
-    let reply_to = reply_to.unwrap_or_else(|| cell.address.key());
-    let routes = &core.routes;
-    let reply_address = || routes.address(reply_to).map(|a| a.address.clone());
-    let Some(payload) = core
-        .payloads
-        .take(payload, reply_to, reply_address, to, here)
-    else {
-        return RequestId::NONE; // not reachable: the caller checked the address
+    let payload = match mine {
+        Ok(payload) => payload,
+        Err(payload) => {
+            // The reply address is looked up only here: a spare of the
+            // same requester replying to its main address knows it.
+            let (actors, routes) = (&core.actors, &core.routes);
+            let reply_key = || reply_to.or_else(|| actors.get(me).map(|cell| cell.address.key()));
+            let reply_address = |key| routes.address(key).map(|a| a.address.clone());
+            let requester = Requester {
+                me,
+                via: reply_to,
+                reply_key,
+                reply_address,
+            };
+            let Some(payload) = core.payloads.take(payload, requester, to, here) else {
+                // Not reachable from a handler (its actor is live, the
+                // caller checked the address); refused quietly.
+                return RequestId::NONE;
+            };
+            payload
+        }
     };
     if !here {
         return send_elsewhere(core, me, to, payload, due);
     }
-    let head = &mut cell.rare().requests_head;
     // Here the payload is lent to the request.
-    let key = core.requests.start(due, me, head, PendingRequest(None));
+    let key = core.requests.start(due, me, PendingRequest(None));
     core.enqueue(RequestEnvelope {
         dest: to.key(),
         sender: me,
@@ -159,12 +182,8 @@ fn send_elsewhere<R: Request>(
     due: crate::timer::Due,
 ) -> RequestId {
     let locality = core.id();
-    let Some(cell) = core.actors.get_mut(me) else {
-        return RequestId::NONE; // not reachable: `send` found it
-    };
-    let head = &mut cell.rare().requests_head;
     let pending = PendingRequest(Some(payload.clone() as Arc<dyn Pending>));
-    let key = core.requests.start(due, me, head, pending);
+    let key = core.requests.start(due, me, pending);
     let id = RequestId { locality, key };
     let request = RequestMsg {
         id,
@@ -267,10 +286,10 @@ pub(crate) fn on_timeout(core: &mut Core, key: Key, pending: PendingRequest) {
     pending.settle(core, key, Key::FRAMEWORK, Outcome::Timeout);
 }
 
-/// The requester is shutting down: its pending requests (the list that
-/// starts at `head`) end, and the servers are told.
-pub(crate) fn requester_gone(core: &mut Core, head: Key) {
-    for (key, entry) in core.requests.cancel_all(head) {
+/// The requester `me` is shutting down: its pending requests end, and the
+/// servers are told.
+pub(crate) fn requester_gone(core: &mut Core, me: Key) {
+    for (key, entry) in core.requests.cancel_all(me) {
         let requester = entry.owner;
         entry
             .action
@@ -282,12 +301,7 @@ pub(crate) fn requester_gone(core: &mut Core, head: Key) {
 /// list): its requester and what it keeps.
 #[inline(always)]
 fn remove(core: &mut Core, key: Key) -> Option<(Key, PendingRequest)> {
-    let entry = core.requests.take(key)?;
-    if let Some(head) = core.requests.detach(&entry) {
-        let mut detached = Key::NONE;
-        let field: fn(&mut Rare) -> &mut Key = |r| &mut r.requests_head;
-        *head_of(&mut core.actors, entry.owner, field, &mut detached) = head;
-    }
+    let entry = core.requests.cancel(key)?;
     Some((entry.owner, entry.action))
 }
 

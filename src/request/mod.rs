@@ -141,6 +141,10 @@ pub(crate) struct Payload<R> {
     /// clones no `Address` (a pooled allocation keeps it for the next
     /// request from the same address).
     pub(crate) reply_to: Address,
+    /// The requester whose main address `reply_to` is (`Key::NONE`: another
+    /// address, given to `request_via`): a spare reused by the same
+    /// requester keeps its reply address without a lookup.
+    pub(crate) requester: Key,
     /// Where the request went (read by the requester only, to tell the
     /// server when the request ends without a reply).
     pub(crate) server: flow::Server,

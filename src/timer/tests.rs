@@ -18,10 +18,15 @@ impl Action for u32 {
     }
 }
 
-/// A timer set with its owner's list (one owner) and sequence.
+/// The owner of the timers of a `Set`.
+const OWNER: Key = Key {
+    idx: 2,
+    generation: 5,
+};
+
+/// A timer set (of one owner) and its sequence.
 struct Set {
     t: Timers<u32>,
-    head: Key,
     seq: u64,
 }
 
@@ -29,7 +34,6 @@ impl Set {
     fn new() -> Set {
         Set {
             t: Timers::default(),
-            head: Key::NONE,
             seq: 0,
         }
     }
@@ -42,7 +46,7 @@ impl Set {
             after: after as u64,
             seq: self.seq,
         };
-        self.t.start(due, Key::NONE, &mut self.head, 0)
+        self.t.start(due, OWNER, 0)
     }
     fn fired(&mut self, now: Ticks) -> Vec<Key> {
         self.fired_before(now, u64::MAX)
@@ -50,21 +54,13 @@ impl Set {
     fn fired_before(&mut self, now: Ticks, round: u64) -> Vec<Key> {
         let mut out = Vec::new();
         while let Some((k, e)) = self.t.pop_due(now, round) {
-            if let Some(head) = self.t.detach(&e) {
-                self.head = head;
-            }
+            self.t.detach(&e);
             out.push(k);
         }
         out
     }
     fn cancel(&mut self, key: Key) -> bool {
-        match self.t.cancel(key) {
-            Some((_, moved)) => {
-                self.head = moved.unwrap_or(self.head);
-                true
-            }
-            None => false,
-        }
+        self.t.cancel(key).is_some()
     }
 }
 
@@ -82,11 +78,10 @@ fn fire_in_deadline_order_ties_in_start_order() {
     assert_eq!(s.fired(ms(20)), vec![keys[4], keys[1], keys[3], keys[2]]);
     assert_eq!(s.fired(ms(100)), vec![keys[0]]);
     assert_eq!(s.t.len(), 0);
-    // The owner's list is empty (its head, kept as it was, names no
-    // pending timer), and goes on from there.
-    assert!(s.t.cancel_all(s.head).is_empty());
+    // The owner's list is empty, and goes on from there.
+    assert!(s.t.cancel_all(OWNER).is_empty());
     let next = s.start(t0, 100, 10);
-    assert_eq!(s.t.cancel_all(s.head).len(), 1);
+    assert_eq!(s.t.cancel_all(OWNER).len(), 1);
     assert!(s.t.owner(next).is_none());
 }
 
@@ -129,10 +124,55 @@ fn an_owners_timers_are_cancelled_all_at_once_oldest_first() {
     let mut s = Set::new();
     let keys: Vec<Key> = (0..5).map(|i| s.start(t0, 0, i % 2 * 1000)).collect();
     assert!(s.cancel(keys[2]));
-    let all: Vec<Key> = s.t.cancel_all(s.head).into_iter().map(|(k, _)| k).collect();
+    let all: Vec<Key> = s.t.cancel_all(OWNER).into_iter().map(|(k, _)| k).collect();
     assert_eq!(all, [keys[0], keys[1], keys[3], keys[4]]);
     assert_eq!(s.t.len(), 0);
     assert!(s.t.next_deadline().is_none());
+}
+
+#[test]
+fn owners_keep_their_own_lists_whatever_ends_their_timers() {
+    let (a, b) = (
+        OWNER,
+        Key {
+            idx: 0,
+            generation: 1,
+        },
+    );
+    let mut t: Timers<u32> = Timers::default();
+    let mut seq = 0;
+    let mut start = |t: &mut Timers<u32>, owner, after_ms| {
+        seq += 1;
+        let (deadline, after) = (T0 + millis(after_ms), millis(after_ms) as u64);
+        t.start(
+            Due {
+                deadline,
+                after,
+                seq,
+            },
+            owner,
+            0,
+        )
+    };
+    let a1 = start(&mut t, a, 10);
+    let b1 = start(&mut t, b, 5);
+    let a2 = start(&mut t, a, 10);
+    let b2 = start(&mut t, b, 10);
+    let a3 = start(&mut t, a, 10);
+    assert_eq!(t.cancel(a2).map(|e| e.owner), Some(a), "the middle one");
+    let (fired, e) = t.pop_due(T0 + millis(5), u64::MAX).expect("b1 is due");
+    assert_eq!((fired, e.owner), (b1, b));
+    t.detach(&e);
+    assert_eq!(t.cancel(a3).map(|e| e.owner), Some(a), "the newest one");
+    let keys = |all: Vec<(Key, Entry<u32>)>| all.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    assert_eq!(keys(t.cancel_all(a)), [a1]);
+    assert_eq!(keys(t.cancel_all(b)), [b2]);
+    assert_eq!(t.len(), 0);
+    // A key that names no slot owns no list (and makes no table).
+    let none = start(&mut t, Key::NONE, 10);
+    assert!(t.cancel_all(Key::NONE).is_empty());
+    assert!(t.cancel(none).is_some());
+    assert!(t.heads.len() <= 3);
 }
 
 #[derive(Debug, Clone)]
@@ -194,7 +234,7 @@ proptest! {
             let next = model.iter().map(|m| m.0).min();
             prop_assert_eq!(s.t.next_deadline(), next.map(|ms| t0 + millis(ms)));
         }
-        let rest: Vec<Key> = s.t.cancel_all(s.head).into_iter().map(|(k, _)| k).collect();
+        let rest: Vec<Key> = s.t.cancel_all(OWNER).into_iter().map(|(k, _)| k).collect();
         let mut expected: Vec<(u64, Key)> = model.iter().map(|m| (m.1, m.2)).collect();
         expected.sort();
         prop_assert_eq!(rest, expected.into_iter().map(|(_, k)| k).collect::<Vec<Key>>());
