@@ -16,13 +16,11 @@
 //! touching its reference count: the payload is *lent* to the `RequestMsg`
 //! (the pending record holds none while it is queued and handled) and
 //! comes back to the pending record right after the server's handlers
-//! ([`RequestEnvelope`]), unless the server replied meanwhile: a reply
-//! carries a clone of the payload, and the response takes it from there
-//! (no lookup to give it back, no type check to take it out of the
-//! pending record). A request that ends while its payload is lent (its
-//! timeout, a cancel, its requester gone) is settled when the payload
-//! comes back: after the server's handlers, or with the reply that
-//! carries it (which is then late).
+//! ([`RequestEnvelope`]); a reply made meanwhile carries no payload, the
+//! response takes it from the pending record. A request that ends while
+//! its payload is lent (its timeout, a cancel, its requester gone) is
+//! settled when the payload comes back. Only a clone a server keeps, a
+//! request to another locality and a reply from there count references.
 
 use super::{CancelRequest, Payload, Request, RequestId, RequestMsg, Response};
 use crate::address::Address;
@@ -222,21 +220,27 @@ fn reply_here<R: Request>(
     result: Result<R::Response, Error>,
 ) {
     let id = request.id;
-    // The reply carries the payload (a clone): the response takes it from
-    // there, and a late reply is shown with it by inspection.
+    // The response takes the payload from the pending record (lent to this
+    // request now, it is back there before the reply is delivered). A late
+    // reply is only counted, so it needs none, except to be shown by
+    // inspection: with inspection on, the reply carries it.
     let dest = request.payload.reply_to.key();
-    if id.locality == core.id() {
-        // If the request is being delivered now (its payload lent), the
-        // reply carries the payload back: not given back after the handlers.
-        core.payloads.replied = id.key;
+    if id.locality == core.id() && core.inspect.level == 0 {
+        core.enqueue(ReplyEnvelope::<R> {
+            dest,
+            sender: me,
+            key: id.key,
+            result,
+        });
+    } else {
+        core.enqueue(CarriedReplyEnvelope {
+            dest,
+            sender: me,
+            key: id.key,
+            payload: request.payload.clone(),
+            result,
+        });
     }
-    core.enqueue(CarriedReplyEnvelope {
-        dest,
-        sender: me,
-        key: id.key,
-        payload: request.payload.clone(),
-        result,
-    });
 }
 
 /// A reply to a forwarded request (its watcher is told), or to a
@@ -396,11 +400,7 @@ impl<R: Request> Envelope<Core> for RequestEnvelope<R> {
         if !matches!(core.next, Next::Done) {
             after_request(core, dest, sender, &request);
         }
-        if core.payloads.replied != key {
-            give_back(core, key, request.payload);
-        }
-        // Else a reply carries the payload: this clone goes, the pending
-        // record stays empty (lent) until the reply comes.
+        give_back(core, id.key, request.payload);
     }
 }
 
@@ -439,8 +439,31 @@ fn ended_while_lent<R: Request>(core: &mut Core, key: Key, payload: Arc<Payload<
     }
 }
 
-/// A reply, with the request's payload (a clone: the response takes it
-/// from here, and inspection shows it if the reply comes late).
+/// A reply on its way to a requester of the server's locality, which
+/// holds the request's payload (the response takes it from there).
+struct ReplyEnvelope<R: Request> {
+    dest: Key,
+    sender: Key,
+    /// The request's key in its requester's locality (where a reply is
+    /// always delivered: its id names that locality).
+    key: Key,
+    result: Result<R::Response, Error>,
+}
+
+impl<R: Request> Envelope<Core> for ReplyEnvelope<R> {
+    fn deliver(self, core: &mut Core) {
+        let ReplyEnvelope {
+            dest,
+            sender,
+            key,
+            result,
+        } = self;
+        deliver_reply::<R>(core, dest, sender, key, None, result);
+    }
+}
+
+/// A reply that carries the request's payload: from another locality (or
+/// with inspection on, to show the request if the reply comes late).
 struct CarriedReplyEnvelope<R: Request> {
     dest: Key,
     sender: Key,
@@ -458,7 +481,7 @@ impl<R: Request> Envelope<Core> for CarriedReplyEnvelope<R> {
             payload,
             result,
         } = self;
-        deliver_reply(core, dest, sender, key, payload, result);
+        deliver_reply(core, dest, sender, key, Some(payload), result);
     }
 }
 
@@ -468,15 +491,15 @@ impl<R: Request> Remote for CarriedReplyEnvelope<R> {
     }
 }
 
-/// Delivers a reply to request `key` (with its payload), or drops it if
-/// the request was settled.
+/// Delivers a reply to request `key` (whose payload it carries, or the
+/// pending request holds), or drops it if the request was settled.
 #[inline(always)]
 fn deliver_reply<R: Request>(
     core: &mut Core,
     dest: Key,
     sender: Key,
     key: Key,
-    payload: Arc<Payload<R>>,
+    payload: Option<Arc<Payload<R>>>,
     result: Result<R::Response, Error>,
 ) {
     let id = RequestId {
@@ -486,11 +509,18 @@ fn deliver_reply<R: Request>(
     let Some((_, pending)) = remove(core, key) else {
         return late_reply(core, dest, sender, id, payload, result);
     };
-    // What the pending record holds (a clone of the payload, or nothing:
-    // the reply carries the payload back) goes first, so that the response
-    // holds the payload alone and its allocation can be kept.
-    drop(pending);
-    respond(core, dest, sender, id, payload, result);
+    let request = match (payload, pending.0) {
+        (Some(payload), _) => Some(payload),
+        (None, held) => held.and_then(|p| (p as Arc<dyn Any + Send + Sync>).downcast().ok()),
+    };
+    let Some(request) = request else {
+        // Not reachable: a payload is lent only while its request is
+        // queued to the server or handled there, and any reply made by
+        // then is delivered after the payload is back.
+        debug_assert!(false, "a reply found its request's payload lent");
+        return;
+    };
+    respond(core, dest, sender, id, request, result);
 }
 
 /// The response of a request the framework settled (timeout, cancel).
@@ -541,8 +571,7 @@ fn respond<R: Request>(
 }
 
 /// A reply after the request was settled: dropped, counted, and shown by
-/// inspection. If the request ended while the reply carried its payload
-/// back (see `RequestEnvelope`), it is settled now, with that payload.
+/// inspection.
 #[cold]
 #[inline(never)]
 fn late_reply<R: Request>(
@@ -550,19 +579,16 @@ fn late_reply<R: Request>(
     dest: Key,
     sender: Key,
     id: RequestId,
-    payload: Arc<Payload<R>>,
+    payload: Option<Arc<Payload<R>>>,
     result: Result<R::Response, Error>,
 ) {
-    if id.locality == core.id()
-        && let Some((requester, outcome)) = core.payloads.take_ended(id.key)
-    {
-        settle(core, id.key, requester, payload.clone(), outcome);
-    }
     core.stats.dropped_late_replies += 1;
-    let response = Response {
-        id,
-        request: payload,
-        result,
-    };
-    crate::inspect::late_reply::<Response<R>>(core, dest, sender, &response);
+    if let Some(request) = payload {
+        let response = Response {
+            id,
+            request,
+            result,
+        };
+        crate::inspect::late_reply::<Response<R>>(core, dest, sender, &response);
+    }
 }

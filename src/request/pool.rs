@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 /// Payload allocations waiting for the next request of their type, and the
 /// requests that ended while their payload was lent out.
+#[derive(Default)]
 pub(crate) struct Payloads {
     /// The spares of each payload type (a `Vec<Arc<Payload<R>>>`), the type
     /// used last first: a program has a few request types, and a stream of
@@ -27,21 +28,6 @@ pub(crate) struct Payloads {
     /// queued or being handled: the payload was lent to it, so they are
     /// settled when it comes back (right after the server's handlers).
     lent: Vec<(Key, Key, Outcome)>,
-    /// The request (of this locality) replied to last: a request whose
-    /// server replied while handling it gets its payload back with the
-    /// reply, not after the handlers.
-    pub(crate) replied: Key,
-}
-
-impl Default for Payloads {
-    fn default() -> Self {
-        Payloads {
-            by_type: Vec::new(),
-            last: None,
-            lent: Vec::new(),
-            replied: Key::NONE,
-        }
-    }
 }
 
 /// How many spare allocations one payload type keeps.

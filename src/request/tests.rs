@@ -266,7 +266,7 @@ fn a_payload_whose_requester_is_gone_is_dropped_once() {
 }
 
 #[test]
-fn a_payload_carried_back_by_a_reply_whose_request_timed_out_meanwhile_is_dropped_once() {
+fn a_payload_whose_timeout_fires_while_its_reply_is_queued_is_dropped_once() {
     let mut c = case(Serve::Reply, Then::Wait, SECOND);
     c.locality.set_budget(1);
     c.locality.send(&c.client, Go).expect("go");
@@ -274,9 +274,9 @@ fn a_payload_carried_back_by_a_reply_whose_request_timed_out_meanwhile_is_droppe
     c.locality.dispatch(c.t0); // the server replies to the first: queued
     assert!(c.log().is_empty());
     // The timeouts fire before the queue runs on: the first request's
-    // payload is in its queued reply, the others' lent to their queued
-    // requests, whose handlers reply too. Each is settled by its reply,
-    // which is late.
+    // reply is queued (its payload back in its record), the others' payloads
+    // lent to their queued requests, whose handlers reply too. Each ends
+    // with its timeout, and each reply is late.
     c.at(1);
     assert_eq!(c.log(), all("request timeout"));
     assert_eq!(*c.cancels.borrow(), N);
@@ -338,7 +338,7 @@ fn payloads_pending_when_the_locality_finishes_are_dropped_once() {
 
 /// Asks itself, and cancels the request while handling it (its payload
 /// lent), before replying (the reply is late when made) or after (the
-/// reply, made in time, carries the payload back, and is late when it comes).
+/// reply, made in time, is late when it comes).
 struct Myself {
     reply_first: bool,
     drops: Arc<AtomicUsize>,
@@ -500,4 +500,122 @@ fn two_payload_types_by_turns_each_get_their_own_replies_and_keep_few_spares() {
     let payloads = &locality.core_mut().payloads;
     assert!((1..=2).contains(&payloads.spares::<Counted>()));
     assert!((1..=2).contains(&payloads.spares::<Other>()));
+}
+
+/// Requests one at a time from a shared count, replies going by turns to
+/// its main address and to an identity, and hands the turn to the other
+/// requester after every third response: each request reuses the spare of
+/// the one before, made by the same requester or another, for the same
+/// reply address or another.
+struct Turns {
+    server: Address,
+    name: &'static str,
+    left: Rc<std::cell::Cell<u32>>,
+    peers: Rc<RefCell<Vec<Address>>>,
+    side: Option<Address>,
+    drops: Arc<AtomicUsize>,
+    log: Rc<RefCell<Vec<String>>>,
+}
+impl Turns {
+    fn on_response(&mut self, at: &str, r: &Response<Counted>, ctx: &mut Context<'_, Self>) {
+        let line = format!(
+            "{} {at} {} -> {:?}",
+            self.name,
+            r.request().n,
+            r.result().ok()
+        );
+        self.log.borrow_mut().push(line);
+        let next = match r.request().n % 3 {
+            0 => self
+                .peers
+                .borrow()
+                .iter()
+                .find(|a| *a != ctx.address())
+                .cloned(),
+            _ => Some(ctx.address().clone()),
+        };
+        ctx.send(&next.expect("two requesters"), Go);
+    }
+}
+impl Actor for Turns {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let side = ctx.create_address("side").expect("identity");
+        ctx.subscribe(|t: &mut Self, r: &Response<Counted>, ctx| t.on_response("main", r, ctx));
+        ctx.subscribe_on(&side, |t: &mut Self, r: &Response<Counted>, ctx| {
+            t.on_response("side", r, ctx)
+        })
+        .expect("subscribe");
+        self.side = Some(side);
+        ctx.subscribe(|t: &mut Self, _: &Go, ctx| {
+            let Some(n) = t.left.get().checked_sub(1) else {
+                return;
+            };
+            t.left.set(n);
+            let q = Counted {
+                n,
+                drops: t.drops.clone(),
+            };
+            if n % 4 < 2 {
+                ctx.request(&t.server, q, SECOND);
+            } else {
+                let side = t.side.clone().expect("made at init");
+                ctx.request_via(&side, &t.server, q, SECOND)
+                    .expect("its own identity");
+            }
+        });
+    }
+}
+
+#[test]
+fn spares_passed_between_requesters_and_reply_addresses_reply_to_the_right_one() {
+    const COUNT: u32 = 24;
+    let mut locality = Locality::new();
+    let t0 = locality.now();
+    let root = locality
+        .spawn_root(Supervisor)
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .expect("root");
+    let server = locality.spawn(&root, Both).finish().expect("server");
+    let (drops, log) = (Arc::new(AtomicUsize::new(0)), Rc::default());
+    let (left, peers) = (Rc::new(std::cell::Cell::new(COUNT)), Rc::default());
+    for name in ["a", "b"] {
+        let turns = Turns {
+            server: server.clone(),
+            name,
+            left: Rc::clone(&left),
+            peers: Rc::clone(&peers),
+            side: None,
+            drops: drops.clone(),
+            log: Rc::clone(&log),
+        };
+        let address = locality.spawn(&root, turns).finish().expect("requester");
+        peers.borrow_mut().push(address);
+    }
+    locality.run_until_idle(t0);
+    let first = peers.borrow()[0].clone();
+    locality.send(&first, Go).expect("go");
+    locality.run_until_idle(t0);
+    let mut name = "a";
+    let mut expected = Vec::new();
+    for n in (0..COUNT).rev() {
+        let at = if n % 4 < 2 { "main" } else { "side" };
+        expected.push(format!("{name} {at} {n} -> Some({})", n + 1));
+        if n % 3 == 0 {
+            name = if name == "a" { "b" } else { "a" };
+        }
+    }
+    assert_eq!(*log.borrow(), expected);
+    assert_eq!(
+        drops.load(Relaxed),
+        COUNT as usize,
+        "each payload dropped once"
+    );
+    assert!(locality.core_mut().payloads.spares::<Counted>() <= 2);
+    locality.run_until_idle(t0 + Duration::from_secs(5));
+    assert_eq!(
+        log.borrow().len(),
+        COUNT as usize,
+        "no timeout after a reply"
+    );
 }
