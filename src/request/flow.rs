@@ -50,15 +50,26 @@ pub(crate) enum Outcome {
 /// while the payload is lent to the `RequestMsg` of a server here.
 pub(crate) struct PendingRequest(Option<Arc<dyn Pending>>);
 
-/// What a pending request's payload does when the request ends without a reply.
-pub(super) trait Pending: Any + Send + Sync {
+/// A request's payload with its type erased: what a pending request holds,
+/// and what a [`Response`] holds (its `request()` checks the type, the
+/// delivery does not).
+pub(crate) trait Pending: Any + Send + Sync {
     /// Ends the request without a reply: (core, request key, requester, how).
     fn settle(self: Arc<Self>, core: &mut Core, key: Key, requester: Key, outcome: Outcome);
+    /// Drops the value, and the server's address if it is elsewhere (the
+    /// allocation is kept as a spare).
+    fn empty(&mut self);
 }
 
 impl<R: Request> Pending for Payload<R> {
     fn settle(self: Arc<Self>, core: &mut Core, key: Key, requester: Key, outcome: Outcome) {
         settle(core, key, requester, self, outcome);
+    }
+    fn empty(&mut self) {
+        self.value = None;
+        if let Server::Elsewhere(_) = self.server {
+            self.server = Server::Here(Key::NONE); // no address kept alive by a spare
+        }
     }
 }
 
@@ -509,9 +520,11 @@ fn deliver_reply<R: Request>(
     let Some((_, pending)) = remove(core, key) else {
         return late_reply(core, dest, sender, id, payload, result);
     };
+    // The payload as the pending record holds it, its type not checked:
+    // the response's `request()` checks it.
     let request = match (payload, pending.0) {
-        (Some(payload), _) => Some(payload),
-        (None, held) => held.and_then(|p| (p as Arc<dyn Any + Send + Sync>).downcast().ok()),
+        (Some(payload), _) => Some(payload as Arc<dyn Pending>),
+        (None, held) => held,
     };
     let Some(request) = request else {
         // Not reachable: a payload is lent only while its request is
@@ -520,7 +533,7 @@ fn deliver_reply<R: Request>(
         debug_assert!(false, "a reply found its request's payload lent");
         return;
     };
-    respond(core, dest, sender, id, request, result);
+    respond::<R>(core, dest, sender, id, request, result);
 }
 
 /// The response of a request the framework settled (timeout, cancel).
@@ -539,7 +552,7 @@ impl<R: Request> Envelope<Core> for SettledEnvelope<R> {
             request,
             result,
         } = self;
-        respond(core, dest, Key::FRAMEWORK, id, request, result);
+        respond::<R>(core, dest, Key::FRAMEWORK, id, request, result);
     }
 }
 
@@ -551,22 +564,22 @@ fn respond<R: Request>(
     dest: Key,
     sender: Key,
     id: RequestId,
-    request: Arc<Payload<R>>,
+    request: Arc<dyn Pending>,
     result: Result<R::Response, Error>,
 ) {
-    let response = Response {
+    let response = Response::<R> {
         id,
         request,
         result,
     };
     crate::subscription::route(core, dest, sender, &response);
     if matches!(core.next, Next::Done) {
-        return core.payloads.give(response.request);
+        return core.payloads.give::<R>(response.request);
     }
     match std::mem::replace(&mut core.next, Next::Done) {
         // Forwarded: moved on as a user message.
         Next::Forward(to, by) => core.send(&to, by, response),
-        _ => core.payloads.give(response.request),
+        _ => core.payloads.give::<R>(response.request),
     }
 }
 
@@ -586,7 +599,7 @@ fn late_reply<R: Request>(
     if let Some(request) = payload {
         let response = Response {
             id,
-            request,
+            request: request as Arc<dyn Pending>,
             result,
         };
         crate::inspect::late_reply::<Response<R>>(core, dest, sender, &response);

@@ -2,7 +2,7 @@
 //! requests settled while their payload was lent to the server.
 
 use super::Payload;
-use super::flow::{Outcome, Requester, Server};
+use super::flow::{Outcome, Pending, Requester, Server};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::request::Request;
@@ -120,24 +120,26 @@ impl Payloads {
     /// A value without drop glue (`Add(u64)`) is not emptied: dropping it
     /// later changes nothing, so the allocation goes to the spares
     /// unchecked, and `take` checks it once (one atomic operation per
-    /// request instead of two).
+    /// request instead of two). Its type is not checked either (the
+    /// response's payload is type-erased) unless it goes to `R`'s spares.
+    /// Such a spare may keep the address of a server elsewhere until it is
+    /// reused (at most the spares of each type).
     #[inline(always)]
-    pub(super) fn give<R: Request>(&mut self, mut payload: Arc<Payload<R>>) {
-        let keeps_nothing =
-            !std::mem::needs_drop::<R>() && matches!(payload.server, Server::Here(_));
-        if !keeps_nothing {
+    pub(super) fn give<R: Request>(&mut self, mut payload: Arc<dyn Pending>) {
+        if std::mem::needs_drop::<R>() {
             let Some(unique) = Arc::get_mut(&mut payload) else {
                 return; // a server keeps it (a deferred reply): dropped with the last holder
             };
-            unique.value = None;
-            if let Server::Elsewhere(_) = unique.server {
-                unique.server = Server::Here(Key::NONE); // no address kept alive by a spare
-            }
+            unique.empty();
         }
         if self.last.is_none() {
             self.last = Some(payload);
             return;
         }
+        let any: Arc<dyn Any + Send + Sync> = payload;
+        let Ok(payload) = any.downcast::<Payload<R>>() else {
+            return; // not reachable: a response of `R` holds a payload of `R`
+        };
         match self.spares_of::<R>() {
             Some(spares) if spares.len() < SPARE => spares.push(payload),
             Some(_) => {}
