@@ -22,6 +22,7 @@
 //! settled when the payload comes back. Only a clone a server keeps, a
 //! request to another locality and a reply from there count references.
 
+use super::pool::Requester;
 use super::{CancelRequest, Payload, Request, RequestId, RequestMsg, Response};
 use crate::address::Address;
 use crate::arena::Key;
@@ -111,19 +112,6 @@ impl Server {
             Server::Elsewhere(to.clone())
         }
     }
-}
-
-/// Who sends a request, and where its replies go: what a payload's
-/// allocation needs to know (see `Payloads::take`).
-pub(super) struct Requester<K, A> {
-    /// The requesting actor.
-    pub(super) me: Key,
-    /// Where replies go, if not `me`'s main address.
-    pub(super) via: Option<Key>,
-    /// The key of the reply address (`None` if `me` is gone).
-    pub(super) reply_key: K,
-    /// The address of a key of this locality.
-    pub(super) reply_address: A,
 }
 
 /// Sends a request from actor `me`, replies going to `reply_to` (one of

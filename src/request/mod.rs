@@ -10,6 +10,8 @@
 mod flow;
 mod pool;
 #[cfg(test)]
+mod spare_tests;
+#[cfg(test)]
 mod tests;
 
 pub(crate) use flow::{Pending, PendingRequest, cancel, on_timeout, reply, requester_gone, send};

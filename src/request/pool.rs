@@ -2,7 +2,7 @@
 //! requests settled while their payload was lent to the server.
 
 use super::Payload;
-use super::flow::{Outcome, Pending, Requester, Server};
+use super::flow::{Outcome, Pending, Server};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::request::Request;
@@ -28,6 +28,19 @@ pub(crate) struct Payloads {
     /// queued or being handled: the payload was lent to it, so they are
     /// settled when it comes back (right after the server's handlers).
     lent: Vec<(Key, Key, Outcome)>,
+}
+
+/// Who sends a request, and where its replies go: what a payload's
+/// allocation needs to know (see `Payloads::take`).
+pub(super) struct Requester<K, A> {
+    /// The requesting actor.
+    pub(super) me: Key,
+    /// Where replies go, if not `me`'s main address.
+    pub(super) via: Option<Key>,
+    /// The key of the reply address (`None` if `me` is gone).
+    pub(super) reply_key: K,
+    /// The address of a key of this locality.
+    pub(super) reply_address: A,
 }
 
 /// How many spare allocations one payload type keeps.
