@@ -337,6 +337,14 @@ impl<T: Action> Timers<T> {
         }
     }
 
+    /// Whether `owner` (its slot index) has a pending timer.
+    #[inline(always)]
+    pub(crate) fn has_any(&self, owner: Key) -> bool {
+        self.heads
+            .get(owner.idx as usize)
+            .is_some_and(|&head| head != NIL)
+    }
+
     /// Removes every timer of `owner` (of its slot index), oldest first.
     pub(crate) fn cancel_all(&mut self, owner: Key) -> Vec<(Key, Entry<T>)> {
         let mut out = Vec::new();

@@ -136,21 +136,21 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         return;
     };
     let main = cell.address.key();
-    let (subscriptions, identities) = match cell.rare.as_deref_mut() {
-        Some(rare) => (
+    // Its timers and requests are listed by its slot in their sets.
+    if let Some(rare) = cell.rare.as_deref_mut() {
+        let (subscriptions, identities) = (
             std::mem::take(&mut rare.foreign_subscriptions),
             std::mem::take(&mut rare.identities),
-        ),
-        None => Default::default(),
-    };
-    for sub in subscriptions {
-        crate::subscription::unsubscribe(core, sub);
-    }
-    // Its timers and requests are listed by its slot in their sets.
-    core.timers.cancel_all(me);
-    crate::request::requester_gone(core, me);
-    for address in identities {
-        crate::subscription::remove_address(core, address);
+        );
+        for sub in subscriptions {
+            crate::subscription::unsubscribe(core, sub);
+        }
+        end_timers_and_requests(core, me);
+        for address in identities {
+            crate::subscription::remove_address(core, address);
+        }
+    } else {
+        end_timers_and_requests(core, me);
     }
     crate::subscription::remove_address(core, main);
     crate::future::actor_gone(core, me);
@@ -199,5 +199,16 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     parent.send(core, down);
     if !parent.is_local() {
         core.unanchor(None);
+    }
+}
+
+/// Cancels the timers of actor `me` and ends its pending requests.
+#[inline(always)]
+fn end_timers_and_requests(core: &mut Core, me: Key) {
+    if core.timers.has_any(me) {
+        core.timers.cancel_all(me);
+    }
+    if core.requests.has_any(me) {
+        crate::request::requester_gone(core, me);
     }
 }
