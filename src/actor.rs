@@ -437,11 +437,6 @@ pub(crate) struct Rare {
     /// Subscriptions on addresses that are not the actor's own (those go
     /// with the addresses).
     pub(crate) foreign_subscriptions: SmallVec<[Key; 1]>,
-    /// This actor's timers: the head of their list in the timer set.
-    pub(crate) timers_head: Key,
-    /// Requests this actor sent that wait for a response: the head of
-    /// their list in the request set.
-    pub(crate) requests_head: Key,
     /// A failure reported while initializing, acted on by the next init vote.
     pub(crate) init_failure: Option<Error>,
     /// State of the built-in plugins.

@@ -515,5 +515,6 @@ impl<'a, A: Actor> Context<'a, A> {
         (id.locality == self.core.id())
             .then(|| self.core.requests.deadline(id.key))
             .flatten()
+            .map(|t| self.core.instant_of(t))
     }
 }

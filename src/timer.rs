@@ -12,16 +12,16 @@
 //! timer sets can share one order), and a cancelled timer leaves nothing
 //! behind and never fires.
 //!
-//! Each timer also belongs to an owner, and the timers of one owner are
-//! linked in a list whose head the caller keeps (in the owner's record):
-//! cancelling one, or all of an owner's at once, needs no scan.
+//! Each timer also belongs to an owner (a key of an arena: its slot index
+//! names the owner here), and the timers of one owner are linked in a list
+//! whose head the set keeps by that index: cancelling one, or all of an
+//! owner's at once, needs no scan, and no lookup of the owner.
 
 mod slots;
 
 use crate::arena::Key;
 use slots::{Slots, Vacancy};
 use std::fmt;
-use std::time::{Duration, Instant};
 
 /// Names a timer started by [`Context::start_timer`](crate::Context::start_timer).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -61,18 +61,24 @@ pub(crate) trait Action {
     fn vacant() -> Self;
 }
 
+/// A point on a locality's clock: nanoseconds from an epoch the caller
+/// chooses (signed: a clock set before its epoch reads negative). Integer
+/// ticks, not `Instant`s: a deadline is one addition and one comparison.
+pub(crate) type Ticks = i64;
+
 /// When a timer is due: `deadline` is `now + after` (the caller saturates
-/// it as it wishes); `seq` orders timers with the same deadline.
+/// it as it wishes), `after` in nanoseconds (below `u64::MAX`, the mark of
+/// a list not taken); `seq` orders timers with the same deadline.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Due {
-    pub(crate) deadline: Instant,
-    pub(crate) after: Duration,
+    pub(crate) deadline: Ticks,
+    pub(crate) after: u64,
     pub(crate) seq: u64,
 }
 
 /// A pending timer's record, in its slot.
 pub(crate) struct Record<T> {
-    deadline: Instant,
+    deadline: Ticks,
     seq: u64,
     place: Place,
     owner: Key,
@@ -85,7 +91,7 @@ pub(crate) struct Record<T> {
 impl<T: Action> Vacancy for Record<T> {
     fn vacant() -> Self {
         Record {
-            deadline: Instant::now(),
+            deadline: 0,
             seq: 0,
             place: Place::Vacant,
             owner: Key::NONE,
@@ -112,7 +118,7 @@ pub(crate) struct Entry<T> {
 /// The timers of one duration, oldest first.
 #[derive(Clone, Copy)]
 struct List {
-    after: Duration,
+    after: u64,
     head: u32,
     tail: u32,
 }
@@ -133,6 +139,9 @@ pub(crate) struct Timers<T> {
     /// The list used last (a hint: checked before use).
     last: u8,
     heap: Vec<Key>,
+    /// The newest timer of each owner (by the owner's slot index; [`NIL`]:
+    /// none), where its list of timers starts.
+    heads: Vec<u32>,
 }
 
 impl<T> Default for Timers<T> {
@@ -142,70 +151,105 @@ impl<T> Default for Timers<T> {
             // A list not taken yet has a duration no timer has (all are
             // cut to a century), so that `list_for` needs no bounds test.
             lists: [List {
-                after: Duration::MAX,
+                after: u64::MAX,
                 head: NIL,
                 tail: NIL,
             }; MAX_LISTS],
             used: 0,
             last: 0,
             heap: Vec::new(),
+            heads: Vec::new(),
         }
     }
 }
 
 impl<T: Action> Timers<T> {
-    /// Starts a timer of `owner`, whose list of timers starts at `*head`
-    /// (`Key::NONE`: empty). Timers of one `after` share a list, so `after`
-    /// must be the duration the deadline was computed from (shorter than
-    /// `Duration::MAX`, the mark of a list not taken), and the clock must
+    /// Starts a timer of `owner` (a key of an arena: one slot index is one
+    /// owner, whose timers all go when it does, see `cancel_all`). Timers
+    /// of one `after` share a list, so `after`
+    /// must be the duration the deadline was computed from (below
+    /// `u64::MAX`, the mark of a list not taken), and the clock must
     /// never go back between two starts.
     #[inline(always)]
-    pub(crate) fn start(&mut self, due: Due, owner: Key, head: &mut Key, action: T) -> Key {
-        let Due {
-            deadline,
-            after,
-            seq,
-        } = due;
-        debug_assert!(after < Duration::MAX, "a timer's duration is cut first");
-        let newest = *head;
-        let older = self.entries.get(newest).map_or(NIL, |_| newest.idx);
-        let list = self.list_for(after);
-        let place = match list {
-            Some(list) => Place::List {
-                list: list as u8,
-                prev: self.lists[list].tail,
-                next: NIL,
-            },
-            None => Place::Heap(self.heap.len() as u32),
+    pub(crate) fn start(&mut self, due: Due, owner: Key, action: T) -> Key {
+        debug_assert!(due.after < u64::MAX, "a timer's duration is cut first");
+        // A start mostly finds a list (the heap is out of line: the common
+        // path keeps fewer registers).
+        let Some(list) = self.list_for(due.after) else {
+            return self.start_in_heap(due, owner, action);
         };
+        let tail = self.lists[list].tail;
+        let place = Place::List {
+            list: list as u8,
+            prev: tail,
+            next: NIL,
+        };
+        let key = self.insert(due, place, owner, action);
+        match self.entries.get_mut_at(tail) {
+            Some(Record {
+                place: Place::List { next, .. },
+                ..
+            }) => *next = key.idx,
+            _ => self.lists[list].head = key.idx,
+        }
+        self.lists[list].tail = key.idx;
+        key
+    }
+
+    /// `start` for a timer whose duration has no list.
+    #[cold]
+    #[inline(never)]
+    fn start_in_heap(&mut self, due: Due, owner: Key, action: T) -> Key {
+        let place = Place::Heap(self.heap.len() as u32);
+        let key = self.insert(due, place, owner, action);
+        self.push_heap(key);
+        key
+    }
+
+    /// A new record, at the newest end of its owner's list, not yet in its
+    /// place (`place` says where it goes).
+    #[inline(always)]
+    fn insert(&mut self, due: Due, place: Place, owner: Key, action: T) -> Key {
+        let older = self.heads.get(owner.idx as usize).copied().unwrap_or(NIL);
         // Written in place, field by field.
         let (key, record) = self.entries.insert();
-        record.deadline = deadline;
-        record.seq = seq;
+        record.deadline = due.deadline;
+        record.seq = due.seq;
         record.place = place;
         record.owner = owner;
         record.older = older;
         record.newer = NIL;
-        record.action = action;
-        match list {
-            Some(list) => {
-                let tail = self.lists[list].tail;
-                match self.entries.get_mut_at(tail) {
-                    Some(Record {
-                        place: Place::List { next, .. },
-                        ..
-                    }) => *next = key.idx,
-                    _ => self.lists[list].head = key.idx,
-                }
-                self.lists[list].tail = key.idx;
-            }
-            None => self.push_heap(key),
-        }
+        // The record was vacant: its action is a placeholder that holds
+        // nothing, so it is overwritten without running its drop.
+        std::mem::forget(std::mem::replace(&mut record.action, action));
         if let Some(e) = self.entries.get_mut_at(older) {
             e.newer = key.idx;
         }
-        *head = key;
+        self.set_head(owner, key.idx);
         key
+    }
+
+    /// Makes slot `idx` (or [`NIL`]) the newest timer of `owner`.
+    #[inline(always)]
+    fn set_head(&mut self, owner: Key, idx: u32) {
+        match self.heads.get_mut(owner.idx as usize) {
+            Some(head) => *head = idx,
+            None => self.first_head(owner, idx),
+        }
+    }
+
+    /// The first timer of an owner of a slot index not seen yet.
+    #[cold]
+    #[inline(never)]
+    fn first_head(&mut self, owner: Key, idx: u32) {
+        let at = owner.idx as usize;
+        // Owners are slots of an arena of live actors: a key such as
+        // `Key::NONE` (no slot) has no list, rather than a huge table.
+        if at >= 1 << 28 {
+            return;
+        }
+        self.heads.resize(at + 1, NIL);
+        self.heads[at] = idx;
     }
 
     /// Puts a timer without a list in the heap (out of line: a start
@@ -221,7 +265,7 @@ impl<T: Action> Timers<T> {
     /// The list of timers of duration `after`: the one it has, or an empty
     /// one taken for it; `None` if every list is in use by other durations.
     #[inline(always)]
-    fn list_for(&mut self, after: Duration) -> Option<usize> {
+    fn list_for(&mut self, after: u64) -> Option<usize> {
         // Most starts use the duration of the one before (a request timeout).
         let last = usize::from(self.last) % MAX_LISTS;
         if self.lists[last].after == after {
@@ -233,7 +277,7 @@ impl<T: Action> Timers<T> {
     }
 
     /// The list for timers of `after`, made if there is room.
-    fn find_list(&mut self, after: Duration) -> Option<usize> {
+    fn find_list(&mut self, after: u64) -> Option<usize> {
         if let Some(i) = self.lists().iter().position(|l| l.after == after) {
             return Some(i);
         }
@@ -251,13 +295,12 @@ impl<T: Action> Timers<T> {
     }
 
     /// Removes a pending timer; `None` if it already fired or was
-    /// cancelled. With it, the new head of its owner's list if the head
-    /// moves (see `detach`).
+    /// cancelled.
     #[inline(always)]
-    pub(crate) fn cancel(&mut self, key: Key) -> Option<(Entry<T>, Option<Key>)> {
+    pub(crate) fn cancel(&mut self, key: Key) -> Option<Entry<T>> {
         let entry = self.take(key)?;
-        let head = self.detach(&entry);
-        Some((entry, head))
+        self.detach(&entry);
+        Some(entry)
     }
 
     /// Takes a timer out of its place and the arena (not yet out of its
@@ -281,35 +324,40 @@ impl<T: Action> Timers<T> {
         Some(entry)
     }
 
-    /// Takes a removed timer out of its owner's list: `Some(head)` if the
-    /// list's head (kept by the caller) must become `head`, an older timer.
-    /// A list left empty keeps its old head, which names no pending timer
-    /// any more (its generation is gone) and reads as empty: the common
-    /// case of one pending request at a time needs no lookup of the owner.
+    /// Takes a removed timer out of its owner's list (the list of one
+    /// pending request at a time is the owner's head alone).
     #[inline(always)]
-    #[must_use]
-    pub(crate) fn detach(&mut self, entry: &Entry<T>) -> Option<Key> {
+    pub(crate) fn detach(&mut self, entry: &Entry<T>) {
         if let Some(older) = self.entries.get_mut_at(entry.older) {
             older.newer = entry.newer;
-        } else if entry.newer == NIL {
-            return None; // the only one: the list is empty now
         }
         match self.entries.get_mut_at(entry.newer) {
-            Some(newer) => {
-                newer.older = entry.older;
-                None
-            }
-            None => Some(self.key_at(entry.older)),
+            Some(newer) => newer.older = entry.older,
+            None => self.set_head(entry.owner, entry.older), // it was the newest
         }
     }
 
-    /// Removes every timer of the list that starts at `head`, oldest first.
-    pub(crate) fn cancel_all(&mut self, mut head: Key) -> Vec<(Key, Entry<T>)> {
+    /// Whether `owner` (its slot index) has a pending timer.
+    #[inline(always)]
+    pub(crate) fn has_any(&self, owner: Key) -> bool {
+        self.heads
+            .get(owner.idx as usize)
+            .is_some_and(|&head| head != NIL)
+    }
+
+    /// Removes every timer of `owner` (of its slot index), oldest first.
+    pub(crate) fn cancel_all(&mut self, owner: Key) -> Vec<(Key, Entry<T>)> {
         let mut out = Vec::new();
-        while let Some(entry) = self.take(head) {
-            let older = self.key_at(entry.older);
-            out.push((head, entry));
-            head = older;
+        let Some(head) = self.heads.get_mut(owner.idx as usize) else {
+            return out;
+        };
+        let mut idx = std::mem::replace(head, NIL);
+        while let Some(key) = self.entries.key_at(idx) {
+            let Some(entry) = self.take(key) else {
+                break; // not reachable: a listed timer is pending
+            };
+            idx = entry.older;
+            out.push((key, entry));
         }
         out.reverse();
         out
@@ -334,7 +382,7 @@ impl<T: Action> Timers<T> {
     }
 
     /// The earliest pending timer: its key, deadline and start sequence.
-    pub(crate) fn earliest(&self) -> Option<(Key, Instant, u64)> {
+    pub(crate) fn earliest(&self) -> Option<(Key, Ticks, u64)> {
         let heads = self.lists().iter().map(|l| self.key_at(l.head));
         let top = self.heap.first().copied();
         heads
@@ -345,8 +393,8 @@ impl<T: Action> Timers<T> {
 
     /// Removes and returns the earliest timer if it is due at `now` and its
     /// sequence is below `round` (it started before the round began). It is
-    /// still in its owner's list: `detach` it with the owner's head.
-    pub(crate) fn pop_due(&mut self, now: Instant, round: u64) -> Option<(Key, Entry<T>)> {
+    /// still in its owner's list: `detach` it.
+    pub(crate) fn pop_due(&mut self, now: Ticks, round: u64) -> Option<(Key, Entry<T>)> {
         let (key, deadline, seq) = self.earliest()?;
         if deadline > now || seq >= round {
             return None;
@@ -355,7 +403,7 @@ impl<T: Action> Timers<T> {
     }
 
     #[cfg(test)]
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self) -> Option<Ticks> {
         self.earliest().map(|(_, deadline, _)| deadline)
     }
 
@@ -376,7 +424,7 @@ impl<T: Action> Timers<T> {
 
     /// When the timer at `key` is due, if it is pending.
     #[cfg(feature = "nats")]
-    pub(crate) fn deadline(&self, key: Key) -> Option<Instant> {
+    pub(crate) fn deadline(&self, key: Key) -> Option<Ticks> {
         self.entries.get(key).map(|e| e.deadline)
     }
 

@@ -506,3 +506,72 @@ fn a_new_poll_that_gets_a_closed_polls_descriptor_takes_a_locality() {
         .expect("another poll, whatever its number");
     drop((first, second));
 }
+
+/// Merging two branches (session 6): timers and requests left the actor's
+/// rare part for lists in their sets, while a plain leaf's shutdown got a
+/// short path for actors without a rare part, which then ended neither:
+/// a plain requester's request stayed pending, and its timer armed.
+struct Asks;
+impl Request for Asks {
+    type Response = ();
+}
+
+/// A plain leaf but for its `init_start`: one request, one timer.
+struct PlainRequester {
+    server: Address,
+    fired: Rc<RefCell<u32>>,
+}
+impl Actor for PlainRequester {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let server = self.server.clone();
+        ctx.request(&server, Asks, Duration::from_secs(60));
+        ctx.start_timer(Duration::from_secs(30), |me: &mut Self, _, _| {
+            *me.fired.borrow_mut() += 1;
+        });
+    }
+}
+
+/// Never answers; counts the cancels it hears of.
+struct Silent(Rc<RefCell<u32>>);
+impl Actor for Silent {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|_: &mut Self, _: &RequestMsg<Asks>, _: &mut Context<'_, Self>| {});
+        ctx.subscribe(
+            |me: &mut Self, _: &CancelRequest<Asks>, _: &mut Context<'_, Self>| {
+                *me.0.borrow_mut() += 1;
+            },
+        );
+    }
+}
+
+#[test]
+fn a_plain_requester_that_shuts_down_ends_its_requests_and_timers() {
+    let mut l = Locality::named("R");
+    let t0 = l.now();
+    let root = l
+        .spawn_root(Supervisor)
+        .supervisor(SupervisorConfig::default());
+    let root = root.finish().unwrap();
+    let cancels = Rc::new(RefCell::new(0));
+    let server = l.spawn(&root, Silent(cancels.clone())).finish().unwrap();
+    let fired = Rc::new(RefCell::new(0));
+    // The first of a type calls its default hooks (and learns that they
+    // are); the second takes the short path.
+    for round in 1..=2 {
+        let requester = PlainRequester {
+            server: server.clone(),
+            fired: fired.clone(),
+        };
+        let requester = l.spawn(&root, requester).finish().unwrap();
+        l.run_until_idle(t0);
+        // The request's timeout counts as a timer.
+        assert_eq!((l.stats().requests, l.stats().timers), (1, 2));
+        l.shutdown(&requester).unwrap();
+        l.run_until_idle(t0);
+        assert_eq!(l.state_of(&requester), None);
+        assert_eq!((l.stats().requests, l.stats().timers), (0, 0));
+        assert_eq!(*cancels.borrow(), round, "the server hears of the cancel");
+    }
+    l.run_until_idle(t0 + Duration::from_secs(120));
+    assert_eq!(*fired.borrow(), 0);
+}

@@ -484,3 +484,72 @@ fn replies_go_to_the_chosen_identity() {
     assert_eq!(*log.borrow(), ["slow got Ok(200)", "fast got Ok(100)"]);
     assert_eq!(l.stats().requests, 0);
 }
+
+/// Replies at once, and says so (and when it is told a request ended).
+struct Teller {
+    log: Log,
+}
+
+impl Actor for Teller {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(
+            |t: &mut Self, q: &RequestMsg<Balance>, ctx: &mut Context<'_, Self>| {
+                ctx.reply(q, 7);
+                t.log.borrow_mut().push("teller: replied".into());
+            },
+        );
+        ctx.subscribe(
+            |t: &mut Self, _: &CancelRequest<Balance>, _: &mut Context<'_, Self>| {
+                t.log.borrow_mut().push("teller: told it ended".into());
+            },
+        );
+    }
+}
+
+#[test]
+fn a_timeout_due_while_the_reply_is_queued_is_the_one_response() {
+    let mut l = Locality::named("L0");
+    let t0 = l.now();
+    T0.with(|t| *t.borrow_mut() = Some(t0));
+    let log: Log = Rc::default();
+    let root = l
+        .spawn_root(Supervisor)
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .unwrap();
+    let teller = l
+        .spawn(&root, Teller { log: log.clone() })
+        .finish()
+        .unwrap();
+    let client = Client {
+        bank: teller,
+        plan: vec![(1, 50)],
+        ids: Rc::default(),
+        log: log.clone(),
+    };
+    l.spawn(&root, client).finish().unwrap();
+    // One item at a time, until the teller has replied: the reply is queued.
+    l.set_budget(1);
+    for _ in 0..1000 {
+        if !log.borrow().is_empty() {
+            break;
+        }
+        l.dispatch(t0);
+    }
+    assert_eq!(*log.borrow(), ["teller: replied"]);
+    // At the deadline the timeout fires first: it is the response, the
+    // reply that comes after it is dropped, and the teller is told.
+    l.run_until_idle(t0 + Duration::from_millis(50));
+    assert_eq!(
+        *log.borrow(),
+        [
+            "teller: replied",
+            "teller: told it ended",
+            "account 1: request timeout at 50"
+        ]
+    );
+    assert_eq!(l.stats().dropped_late_replies, 1);
+    assert_eq!(l.stats().requests, 0);
+    l.run_until_idle(t0 + Duration::from_millis(500));
+    assert_eq!(log.borrow().len(), 3, "exactly one response");
+}

@@ -113,6 +113,7 @@ fn shutdown_request(core: &mut Core, me: Key, reason: Error, direct: bool) -> Re
         {
             set_cell_state(cell, ActorState::ShutDown);
             let main = cell.address.key();
+            end_timers_and_requests(core, me);
             finish_removal(core, me, main);
             return Ok(());
         }
@@ -186,35 +187,39 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         core.cancel_timer(key);
     }
     // Skipped as a known default, the hook leaves the cell as it was.
-    if (call_hook_known(core, me, Hook::ShutdownFinish, hooks) || rare) && !finish_rare(core, me) {
-        return;
+    if call_hook_known(core, me, Hook::ShutdownFinish, hooks) || rare {
+        if !finish_rare(core, me) {
+            return;
+        }
+    } else {
+        end_timers_and_requests(core, me);
     }
     finish_removal(core, me, main);
 }
 
 /// What an actor with a rare part (or whose `shutdown_finish` ran) may
-/// hold besides its main address: subscriptions elsewhere, timers,
-/// requests, identities. `false` if the actor is gone.
+/// hold besides its main address: subscriptions elsewhere, identities,
+/// and, as any actor, timers and requests (listed by its slot in their
+/// sets). `false` if the actor is gone.
 #[inline(never)]
 fn finish_rare(core: &mut Core, me: Key) -> bool {
     let Some(cell) = core.actors.get_mut(me) else {
         return false;
     };
     if let Some(rare) = cell.rare.as_deref_mut() {
-        let (subscriptions, timers, requests, identities) = (
+        let (subscriptions, identities) = (
             std::mem::take(&mut rare.foreign_subscriptions),
-            std::mem::take(&mut rare.timers_head),
-            std::mem::take(&mut rare.requests_head),
             std::mem::take(&mut rare.identities),
         );
         for sub in subscriptions {
             crate::subscription::unsubscribe(core, sub);
         }
-        core.timers.cancel_all(timers);
-        crate::request::requester_gone(core, requests);
+        end_timers_and_requests(core, me);
         for address in identities {
             crate::subscription::remove_address(core, address);
         }
+    } else {
+        end_timers_and_requests(core, me);
     }
     true
 }
@@ -275,5 +280,16 @@ fn finish_removal(core: &mut Core, me: Key, main: Key) {
     parent.send(core, down);
     if !parent.is_local() {
         core.unanchor(None);
+    }
+}
+
+/// Cancels the timers of actor `me` and ends its pending requests.
+#[inline(always)]
+fn end_timers_and_requests(core: &mut Core, me: Key) {
+    if core.timers.has_any(me) {
+        core.timers.cancel_all(me);
+    }
+    if core.requests.has_any(me) {
+        crate::request::requester_gone(core, me);
     }
 }

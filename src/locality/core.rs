@@ -25,6 +25,11 @@ use std::time::Instant;
 pub(crate) struct Core {
     pub(crate) shared: Arc<LocalityShared>,
     pub(crate) now: Instant,
+    /// `now` in ticks of the timers (nanoseconds from `epoch`): a deadline
+    /// is `now_ticks` plus a duration, no `Instant` arithmetic.
+    pub(crate) now_ticks: crate::timer::Ticks,
+    /// Where the ticks count from: the clock when the locality was made.
+    pub(crate) epoch: Instant,
     /// `false` until the first `dispatch` sets the clock.
     pub(super) clock_set: bool,
     pub(crate) actors: Arena<ActorCell>,
@@ -100,6 +105,8 @@ impl Core {
             id: shared.id,
             shared,
             now,
+            now_ticks: 0,
+            epoch: now,
             clock_set: false,
             actors: Arena::default(),
             routes: Routes::default(),

@@ -1,10 +1,10 @@
 //! Timers of a locality: what each one does when it fires, and firing them.
 
 use super::Core;
-use crate::actor::{ActorCell, ActorState, Rare};
-use crate::arena::{Arena, Key};
+use crate::actor::ActorState;
+use crate::arena::Key;
 use crate::lifecycle;
-use crate::timer::{Due, TimerId};
+use crate::timer::{Due, Ticks, TimerId};
 use std::time::{Duration, Instant};
 
 /// A user callback, erased over the actor type.
@@ -33,25 +33,14 @@ impl crate::timer::Action for TimerAction {
 /// so that no deadline overflows the clock.
 const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
-/// The head of one of `owner`'s lists (`field` of its record: its timers,
-/// its requests); `dummy` if the owner is gone (its list no longer matters).
-pub(crate) fn head_of<'a>(
-    actors: &'a mut Arena<ActorCell>,
-    owner: Key,
-    field: fn(&mut Rare) -> &mut Key,
-    dummy: &'a mut Key,
-) -> &'a mut Key {
-    match actors.get_mut(owner).and_then(|c| c.rare.as_deref_mut()) {
-        Some(rare) => field(rare),
-        None => dummy,
-    }
-}
-
 impl Core {
     /// When a timer started now, `after` from now, is due.
+    #[inline(always)]
     pub(crate) fn due(&mut self, after: Duration) -> Due {
+        // At most a century: fits in ticks, from any clock reading.
         let after = after.min(CENTURY);
-        let deadline = self.now.checked_add(after).unwrap_or(self.now);
+        let after = after.as_secs() * 1_000_000_000 + u64::from(after.subsec_nanos());
+        let deadline = self.now_ticks.saturating_add(after as Ticks);
         let seq = self.timer_seq;
         self.timer_seq += 1;
         Due {
@@ -63,35 +52,49 @@ impl Core {
 
     /// Starts a timer of `owner`, `after` from now (the locality's clock).
     pub(crate) fn start_timer(&mut self, after: Duration, owner: Key, action: TimerAction) -> Key {
+        if self.actors.get(owner).is_none() {
+            return Key::NONE; // no owner, nothing to time
+        }
         let due = self.due(after);
-        let head = match self.actors.get_mut(owner) {
-            Some(cell) => &mut cell.rare().timers_head,
-            None => return Key::NONE, // no owner, nothing to time
-        };
-        self.timers.start(due, owner, head, action)
+        self.timers.start(due, owner, action)
     }
 
     /// Cancels a timer; `false` if it was not pending.
     pub(crate) fn cancel_timer(&mut self, key: Key) -> bool {
-        let Some((entry, moved)) = self.timers.cancel(key) else {
-            return false;
-        };
-        if let Some(head) = moved {
-            let mut detached = Key::NONE;
-            let field: fn(&mut Rare) -> &mut Key = |r| &mut r.timers_head;
-            *head_of(&mut self.actors, entry.owner, field, &mut detached) = head;
-        }
-        true
+        self.timers.cancel(key).is_some()
     }
 
     /// The earliest deadline of a timer or a request.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let timer = self.timers.earliest().map(|(_, d, _)| d);
         let request = self.requests.earliest().map(|(_, d, _)| d);
-        match (timer, request) {
+        let ticks = match (timer, request) {
             (Some(t), Some(r)) => Some(t.min(r)),
             (t, r) => t.or(r),
-        }
+        };
+        ticks.map(|t| self.instant_of(t))
+    }
+
+    /// Sets the clock (`now` and its ticks).
+    pub(crate) fn set_now(&mut self, now: Instant) {
+        self.now = now;
+        self.now_ticks = match now.checked_duration_since(self.epoch) {
+            Some(d) => Ticks::try_from(d.as_nanos()).unwrap_or(Ticks::MAX),
+            None => Ticks::try_from(self.epoch.duration_since(now).as_nanos())
+                .map_or(Ticks::MIN, |t| -t),
+        };
+    }
+
+    /// The instant of a reading in ticks (`now` if the platform's `Instant`
+    /// cannot hold it).
+    pub(crate) fn instant_of(&self, ticks: Ticks) -> Instant {
+        let d = Duration::from_nanos(ticks.unsigned_abs());
+        let at = if ticks >= 0 {
+            self.epoch.checked_add(d)
+        } else {
+            self.epoch.checked_sub(d)
+        };
+        at.unwrap_or(self.now)
     }
 
     /// Fires the timers (and request timeouts) that were due when this round
@@ -110,24 +113,16 @@ impl Core {
                 _ => false,
             };
             if request_first {
-                let Some((key, entry)) = self.requests.pop_due(self.now, round) else {
+                let Some((key, entry)) = self.requests.pop_due(self.now_ticks, round) else {
                     break;
                 };
-                if let Some(head) = self.requests.detach(&entry) {
-                    let mut detached = Key::NONE;
-                    let field: fn(&mut Rare) -> &mut Key = |r| &mut r.requests_head;
-                    *head_of(&mut self.actors, entry.owner, field, &mut detached) = head;
-                }
+                self.requests.detach(&entry);
                 crate::request::on_timeout(self, key, entry.action);
             } else {
-                let Some((key, entry)) = self.timers.pop_due(self.now, round) else {
+                let Some((key, entry)) = self.timers.pop_due(self.now_ticks, round) else {
                     break;
                 };
-                if let Some(head) = self.timers.detach(&entry) {
-                    let mut detached = Key::NONE;
-                    let field: fn(&mut Rare) -> &mut Key = |r| &mut r.timers_head;
-                    *head_of(&mut self.actors, entry.owner, field, &mut detached) = head;
-                }
+                self.timers.detach(&entry);
                 self.fire(key, entry.owner, entry.action);
             }
             fired += 1;

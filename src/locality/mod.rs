@@ -242,7 +242,7 @@ impl Locality {
         self.core.check_finished();
         let core = &mut self.core;
         if now > core.now || !core.clock_set {
-            core.now = now;
+            core.set_now(now);
             core.clock_set = true;
         }
         let budget = budget.max(1);

@@ -22,13 +22,12 @@
 //! settled when the payload comes back. Only a clone a server keeps, a
 //! request to another locality and a reply from there count references.
 
+use super::pool::Requester;
 use super::{CancelRequest, Payload, Request, RequestId, RequestMsg, Response};
-use crate::actor::Rare;
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
 use crate::locality::Core;
-use crate::locality::fire::head_of;
 use crate::locality::shared::Remote;
 use crate::queue::Envelope;
 use crate::subscription::Next;
@@ -52,15 +51,26 @@ pub(crate) enum Outcome {
 /// while the payload is lent to the `RequestMsg` of a server here.
 pub(crate) struct PendingRequest(Option<Arc<dyn Pending>>);
 
-/// What a pending request's payload does when the request ends without a reply.
-pub(super) trait Pending: Any + Send + Sync {
+/// A request's payload with its type erased: what a pending request holds,
+/// and what a [`Response`] holds (its `request()` checks the type, the
+/// delivery does not).
+pub(crate) trait Pending: Any + Send + Sync {
     /// Ends the request without a reply: (core, request key, requester, how).
     fn settle(self: Arc<Self>, core: &mut Core, key: Key, requester: Key, outcome: Outcome);
+    /// Drops the value, and the server's address if it is elsewhere (the
+    /// allocation is kept as a spare).
+    fn empty(&mut self);
 }
 
 impl<R: Request> Pending for Payload<R> {
     fn settle(self: Arc<Self>, core: &mut Core, key: Key, requester: Key, outcome: Outcome) {
         settle(core, key, requester, self, outcome);
+    }
+    fn empty(&mut self) {
+        self.value = None;
+        if let Server::Elsewhere(_) = self.server {
+            self.server = Server::Here(Key::NONE); // no address kept alive by a spare
+        }
     }
 }
 
@@ -117,25 +127,37 @@ pub(crate) fn send<R: Request>(
     let due = core.due(timeout);
     let locality = core.id();
     let here = to.is_of(&core.shared);
-    let Some(cell) = core.actors.get_mut(me) else {
-        // Not reachable from a handler (its actor is live); refuse quietly.
-        return RequestId::NONE;
+    let mine = match reply_to {
+        None if here => core.payloads.take_mine(payload, me, to),
+        _ => Err(payload),
     };
-    let reply_to = reply_to.unwrap_or_else(|| cell.address.key());
-    let routes = &core.routes;
-    let reply_address = || routes.address(reply_to).map(|a| a.address.clone());
-    let Some(payload) = core
-        .payloads
-        .take(payload, reply_to, reply_address, to, here)
-    else {
-        return RequestId::NONE; // not reachable: the caller checked the address
+    let payload = match mine {
+        Ok(payload) => payload,
+        Err(payload) => {
+            // The reply address is looked up only here: a spare of the
+            // same requester replying to its main address knows it.
+            let (actors, routes) = (&core.actors, &core.routes);
+            let reply_key = || reply_to.or_else(|| actors.get(me).map(|cell| cell.address.key()));
+            let reply_address = |key| routes.address(key).map(|a| a.address.clone());
+            let requester = Requester {
+                me,
+                via: reply_to,
+                reply_key,
+                reply_address,
+            };
+            let Some(payload) = core.payloads.take(payload, requester, to, here) else {
+                // Not reachable from a handler (its actor is live, the
+                // caller checked the address); refused quietly.
+                return RequestId::NONE;
+            };
+            payload
+        }
     };
     if !here {
         return send_elsewhere(core, me, to, payload, due);
     }
-    let head = &mut cell.rare().requests_head;
     // Here the payload is lent to the request.
-    let key = core.requests.start(due, me, head, PendingRequest(None));
+    let key = core.requests.start(due, me, PendingRequest(None));
     core.enqueue(RequestEnvelope {
         dest: to.key(),
         sender: me,
@@ -157,12 +179,8 @@ fn send_elsewhere<R: Request>(
     due: crate::timer::Due,
 ) -> RequestId {
     let locality = core.id();
-    let Some(cell) = core.actors.get_mut(me) else {
-        return RequestId::NONE; // not reachable: `send` found it
-    };
-    let head = &mut cell.rare().requests_head;
     let pending = PendingRequest(Some(payload.clone() as Arc<dyn Pending>));
-    let key = core.requests.start(due, me, head, pending);
+    let key = core.requests.start(due, me, pending);
     let id = RequestId { locality, key };
     let request = RequestMsg {
         id,
@@ -271,10 +289,10 @@ pub(crate) fn on_timeout(core: &mut Core, key: Key, pending: PendingRequest) {
     pending.settle(core, key, Key::FRAMEWORK, Outcome::Timeout);
 }
 
-/// The requester is shutting down: its pending requests (the list that
-/// starts at `head`) end, and the servers are told.
-pub(crate) fn requester_gone(core: &mut Core, head: Key) {
-    for (key, entry) in core.requests.cancel_all(head) {
+/// The requester `me` is shutting down: its pending requests end, and the
+/// servers are told.
+pub(crate) fn requester_gone(core: &mut Core, me: Key) {
+    for (key, entry) in core.requests.cancel_all(me) {
         let requester = entry.owner;
         entry
             .action
@@ -286,12 +304,7 @@ pub(crate) fn requester_gone(core: &mut Core, head: Key) {
 /// list): its requester and what it keeps.
 #[inline(always)]
 fn remove(core: &mut Core, key: Key) -> Option<(Key, PendingRequest)> {
-    let entry = core.requests.take(key)?;
-    if let Some(head) = core.requests.detach(&entry) {
-        let mut detached = Key::NONE;
-        let field: fn(&mut Rare) -> &mut Key = |r| &mut r.requests_head;
-        *head_of(&mut core.actors, entry.owner, field, &mut detached) = head;
-    }
+    let entry = core.requests.cancel(key)?;
     Some((entry.owner, entry.action))
 }
 
@@ -495,9 +508,11 @@ fn deliver_reply<R: Request>(
     let Some((_, pending)) = remove(core, key) else {
         return late_reply(core, dest, sender, id, payload, result);
     };
+    // The payload as the pending record holds it, its type not checked:
+    // the response's `request()` checks it.
     let request = match (payload, pending.0) {
-        (Some(payload), _) => Some(payload),
-        (None, held) => held.and_then(|p| (p as Arc<dyn Any + Send + Sync>).downcast().ok()),
+        (Some(payload), _) => Some(payload as Arc<dyn Pending>),
+        (None, held) => held,
     };
     let Some(request) = request else {
         // Not reachable: a payload is lent only while its request is
@@ -506,7 +521,7 @@ fn deliver_reply<R: Request>(
         debug_assert!(false, "a reply found its request's payload lent");
         return;
     };
-    respond(core, dest, sender, id, request, result);
+    respond::<R>(core, dest, sender, id, request, result);
 }
 
 /// The response of a request the framework settled (timeout, cancel).
@@ -525,7 +540,7 @@ impl<R: Request> Envelope<Core> for SettledEnvelope<R> {
             request,
             result,
         } = self;
-        respond(core, dest, Key::FRAMEWORK, id, request, result);
+        respond::<R>(core, dest, Key::FRAMEWORK, id, request, result);
     }
 }
 
@@ -537,22 +552,22 @@ fn respond<R: Request>(
     dest: Key,
     sender: Key,
     id: RequestId,
-    request: Arc<Payload<R>>,
+    request: Arc<dyn Pending>,
     result: Result<R::Response, Error>,
 ) {
-    let response = Response {
+    let response = Response::<R> {
         id,
         request,
         result,
     };
     crate::subscription::route(core, dest, sender, &response);
     if matches!(core.next, Next::Done) {
-        return core.payloads.give(response.request);
+        return core.payloads.give::<R>(response.request);
     }
     match std::mem::replace(&mut core.next, Next::Done) {
         // Forwarded: moved on as a user message.
         Next::Forward(to, by) => core.send(&to, by, response),
-        _ => core.payloads.give(response.request),
+        _ => core.payloads.give::<R>(response.request),
     }
 }
 
@@ -572,7 +587,7 @@ fn late_reply<R: Request>(
     if let Some(request) = payload {
         let response = Response {
             id,
-            request,
+            request: request as Arc<dyn Pending>,
             result,
         };
         crate::inspect::late_reply::<Response<R>>(core, dest, sender, &response);

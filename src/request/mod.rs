@@ -10,14 +10,17 @@
 mod flow;
 mod pool;
 #[cfg(test)]
+mod spare_tests;
+#[cfg(test)]
 mod tests;
 
-pub(crate) use flow::{PendingRequest, cancel, on_timeout, reply, requester_gone, send};
+pub(crate) use flow::{Pending, PendingRequest, cancel, on_timeout, reply, requester_gone, send};
 pub(crate) use pool::Payloads;
 
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode};
+use std::any::Any;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -141,6 +144,10 @@ pub(crate) struct Payload<R> {
     /// clones no `Address` (a pooled allocation keeps it for the next
     /// request from the same address).
     pub(crate) reply_to: Address,
+    /// The requester whose main address `reply_to` is (`Key::NONE`: another
+    /// address, given to `request_via`): a spare reused by the same
+    /// requester keeps its reply address without a lookup.
+    pub(crate) requester: Key,
     /// Where the request went (read by the requester only, to tell the
     /// server when the request ends without a reply).
     pub(crate) server: flow::Server,
@@ -213,7 +220,9 @@ impl<R: Request> RequestMsg<R> {
 /// [`Context::request_via`](crate::Context::request_via)).
 pub struct Response<R: Request> {
     pub(crate) id: RequestId,
-    pub(crate) request: Arc<Payload<R>>,
+    /// The request's payload (a `Payload<R>`), its type erased: a response
+    /// is delivered without a type check, `request()` makes it.
+    pub(crate) request: Arc<dyn Pending>,
     pub(crate) result: Result<R::Response, Error>,
 }
 
@@ -233,7 +242,11 @@ impl<R: Request> Response<R> {
     }
     /// The original request.
     pub fn request(&self) -> &R {
-        self.request.get()
+        let request: &(dyn Any + Send + Sync) = &*self.request;
+        request
+            .downcast_ref::<Payload<R>>()
+            .expect("a response holds its request's payload")
+            .get()
     }
     /// The reply, or why there is none.
     pub fn result(&self) -> Result<&R::Response, &Error> {

@@ -2,7 +2,7 @@
 //! requests settled while their payload was lent to the server.
 
 use super::Payload;
-use super::flow::{Outcome, Server};
+use super::flow::{Outcome, Pending, Server};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::request::Request;
@@ -30,65 +30,101 @@ pub(crate) struct Payloads {
     lent: Vec<(Key, Key, Outcome)>,
 }
 
+/// Who sends a request, and where its replies go: what a payload's
+/// allocation needs to know (see `Payloads::take`).
+pub(super) struct Requester<K, A> {
+    /// The requesting actor.
+    pub(super) me: Key,
+    /// Where replies go, if not `me`'s main address.
+    pub(super) via: Option<Key>,
+    /// The key of the reply address (`None` if `me` is gone).
+    pub(super) reply_key: K,
+    /// The address of a key of this locality.
+    pub(super) reply_address: A,
+}
+
 /// How many spare allocations one payload type keeps.
 const SPARE: usize = 32;
 
 impl Payloads {
-    /// A payload holding `value`, replies going to `reply_to` (a key of
-    /// this locality, whose address `reply_address` gives), the request
-    /// going to `to` (`here`: an address of this locality): a spare
-    /// allocation if there is one (its reply address and server are kept
-    /// when they are the same, the common case: no lookup, no `Address`
-    /// clone, no store). `None` if the reply address is gone.
+    /// `take` in the common case, inline: a request from `me` with replies
+    /// to its main address, to a server here, and the spare given back
+    /// last is of its type, not shared, and was `me`'s (whose main address
+    /// it keeps: the address of the actor the key names, for its whole
+    /// life). The value back if not: then `take`.
     #[inline(always)]
-    pub(super) fn take<R: Request>(
+    pub(super) fn take_mine<R: Request>(
         &mut self,
         value: R,
-        reply_to: Key,
-        reply_address: impl FnOnce() -> Option<Address>,
+        me: Key,
         to: &Address,
-        here: bool,
-    ) -> Option<Arc<Payload<R>>> {
-        let spare = match self.last.take().map(Arc::downcast::<Payload<R>>) {
-            Some(Ok(spare)) => spare,
-            Some(Err(other)) => {
-                self.last = Some(other); // another type's: kept for it
-                return self.take_slow(value, reply_to, reply_address, to, here);
-            }
-            None => return self.take_slow(value, reply_to, reply_address, to, here),
+    ) -> Result<Arc<Payload<R>>, R> {
+        let Some(last) = self.last.take() else {
+            return Err(value);
         };
-        // The common case, inline (the rest out of line: fewer registers
-        // spilled around the send): the spare is not shared, and goes to a
-        // server here with the same reply address (a spare's reply address
-        // is one of this locality's: the same key is the same address).
-        let mut arc = spare;
+        let mut arc = match last.downcast::<Payload<R>>() {
+            Ok(arc) => arc,
+            Err(other) => {
+                self.last = Some(other); // another type's: kept for it
+                return Err(value);
+            }
+        };
         if let Some(payload) = Arc::get_mut(&mut arc)
-            && here
-            && payload.reply_to.key() == reply_to
+            && payload.requester == me
             && let Server::Here(key) = &mut payload.server
         {
             payload.value = Some(value);
             // Written in place (a whole `Server` made on the stack and
             // copied in was stored in parts and read back whole: a stall).
             *key = to.key();
-            return Some(arc);
+            return Ok(arc);
         }
-        refill(Some(arc), value, reply_to, reply_address, to, here)
+        self.last = Some(arc);
+        Err(value)
+    }
+
+    /// A payload holding `value`, sent by `requester.me`, the request going
+    /// to `to` (`here`: an address of this locality): a spare allocation if
+    /// there is one (its reply address and server are kept when they are
+    /// the same: no `Address` clone, no store), else a new one. `None` if
+    /// the reply address is gone.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn take<R: Request, K, A>(
+        &mut self,
+        value: R,
+        requester: Requester<K, A>,
+        to: &Address,
+        here: bool,
+    ) -> Option<Arc<Payload<R>>>
+    where
+        K: FnOnce() -> Option<Key>,
+        A: FnOnce(Key) -> Option<Address>,
+    {
+        match self.last.take().map(Arc::downcast::<Payload<R>>) {
+            Some(Ok(spare)) => refill(Some(spare), value, requester, to, here),
+            Some(Err(other)) => {
+                self.last = Some(other); // another type's: kept for it
+                self.take_slow(value, requester, to, here)
+            }
+            None => self.take_slow(value, requester, to, here),
+        }
     }
 
     /// `take` without the spare given back last: one of `R`'s spares.
-    #[cold]
-    #[inline(never)]
-    fn take_slow<R: Request>(
+    fn take_slow<R: Request, K, A>(
         &mut self,
         value: R,
-        reply_to: Key,
-        reply_address: impl FnOnce() -> Option<Address>,
+        requester: Requester<K, A>,
         to: &Address,
         here: bool,
-    ) -> Option<Arc<Payload<R>>> {
+    ) -> Option<Arc<Payload<R>>>
+    where
+        K: FnOnce() -> Option<Key>,
+        A: FnOnce(Key) -> Option<Address>,
+    {
         let spare = self.spares_of::<R>().and_then(Vec::pop);
-        refill(spare, value, reply_to, reply_address, to, here)
+        refill(spare, value, requester, to, here)
     }
 
     /// Takes back a payload after its response was delivered: if nobody else
@@ -97,24 +133,26 @@ impl Payloads {
     /// A value without drop glue (`Add(u64)`) is not emptied: dropping it
     /// later changes nothing, so the allocation goes to the spares
     /// unchecked, and `take` checks it once (one atomic operation per
-    /// request instead of two).
+    /// request instead of two). Its type is not checked either (the
+    /// response's payload is type-erased) unless it goes to `R`'s spares.
+    /// Such a spare may keep the address of a server elsewhere until it is
+    /// reused (at most the spares of each type).
     #[inline(always)]
-    pub(super) fn give<R: Request>(&mut self, mut payload: Arc<Payload<R>>) {
-        let keeps_nothing =
-            !std::mem::needs_drop::<R>() && matches!(payload.server, Server::Here(_));
-        if !keeps_nothing {
+    pub(super) fn give<R: Request>(&mut self, mut payload: Arc<dyn Pending>) {
+        if std::mem::needs_drop::<R>() {
             let Some(unique) = Arc::get_mut(&mut payload) else {
                 return; // a server keeps it (a deferred reply): dropped with the last holder
             };
-            unique.value = None;
-            if let Server::Elsewhere(_) = unique.server {
-                unique.server = Server::Here(Key::NONE); // no address kept alive by a spare
-            }
+            unique.empty();
         }
         if self.last.is_none() {
             self.last = Some(payload);
             return;
         }
+        let any: Arc<dyn Any + Send + Sync> = payload;
+        let Ok(payload) = any.downcast::<Payload<R>>() else {
+            return; // not reachable: a response of `R` holds a payload of `R`
+        };
         match self.spares_of::<R>() {
             Some(spares) if spares.len() < SPARE => spares.push(payload),
             Some(_) => {}
@@ -195,22 +233,31 @@ impl Payloads {
 /// not shared, else in a new allocation.
 #[cold]
 #[inline(never)]
-fn refill<R: Request>(
+fn refill<R: Request, K, A>(
     spare: Option<Arc<Payload<R>>>,
     value: R,
-    reply_to: Key,
-    reply_address: impl FnOnce() -> Option<Address>,
+    requester: Requester<K, A>,
     to: &Address,
     here: bool,
-) -> Option<Arc<Payload<R>>> {
+) -> Option<Arc<Payload<R>>>
+where
+    K: FnOnce() -> Option<Key>,
+    A: FnOnce(Key) -> Option<Address>,
+{
+    let reply_to = (requester.reply_key)()?;
+    let main = match requester.via {
+        None => requester.me,
+        Some(_) => Key::NONE,
+    };
     // A spare of a type without drop glue may still be held by a kept
     // `RequestMsg` (see `Payloads::give`): then it is left to that one.
     if let Some(mut arc) = spare
         && let Some(payload) = Arc::get_mut(&mut arc)
     {
         if payload.reply_to.key() != reply_to {
-            payload.reply_to = reply_address()?;
+            payload.reply_to = (requester.reply_address)(reply_to)?;
         }
+        payload.requester = main;
         payload.value = Some(value);
         match &mut payload.server {
             Server::Here(key) if here => *key = to.key(),
@@ -220,7 +267,8 @@ fn refill<R: Request>(
     }
     Some(Arc::new(Payload {
         value: Some(value),
-        reply_to: reply_address()?,
+        reply_to: (requester.reply_address)(reply_to)?,
+        requester: main,
         server: Server::of(to, here),
     }))
 }

@@ -266,6 +266,26 @@ fn a_payload_whose_requester_is_gone_is_dropped_once() {
 }
 
 #[test]
+fn a_payload_whose_timeout_fires_while_its_reply_is_queued_is_dropped_once() {
+    let mut c = case(Serve::Reply, Then::Wait, SECOND);
+    c.locality.set_budget(1);
+    c.locality.send(&c.client, Go).expect("go");
+    c.locality.dispatch(c.t0); // the client sends its requests
+    c.locality.dispatch(c.t0); // the server replies to the first: queued
+    assert!(c.log().is_empty());
+    // The timeouts fire before the queue runs on: the first request's
+    // reply is queued (its payload back in its record), the others' payloads
+    // lent to their queued requests, whose handlers reply too. Each ends
+    // with its timeout, and each reply is late.
+    c.at(1);
+    assert_eq!(c.log(), all("request timeout"));
+    assert_eq!(*c.cancels.borrow(), N);
+    assert_eq!(c.drops(), N as usize);
+    assert_eq!(c.locality.stats().dropped_late_replies, u64::from(N));
+    assert_eq!(c.lent_ended(), 0);
+}
+
+#[test]
 fn a_kept_payload_is_dropped_once_after_a_deferred_reply() {
     let mut c = case(Serve::Later, Then::Wait, SECOND);
     c.go();
@@ -316,16 +336,24 @@ fn payloads_pending_when_the_locality_finishes_are_dropped_once() {
     assert_eq!(drops.load(Relaxed), N as usize);
 }
 
-/// Asks itself, and cancels the request while handling it (its payload lent).
+/// Asks itself, and cancels the request while handling it (its payload
+/// lent), before replying (the reply is late when made) or after (the
+/// reply, made in time, is late when it comes).
 struct Myself {
+    reply_first: bool,
     drops: Arc<AtomicUsize>,
     log: Rc<RefCell<Vec<String>>>,
 }
 impl Actor for Myself {
     fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.subscribe(|_: &mut Self, q: &RequestMsg<Counted>, ctx| {
+        ctx.subscribe(|m: &mut Self, q: &RequestMsg<Counted>, ctx| {
+            if m.reply_first {
+                ctx.reply(q, 7);
+            }
             assert!(ctx.cancel_request(q.id()));
-            ctx.reply(q, 7); // late: dropped
+            if !m.reply_first {
+                ctx.reply(q, 7); // late: dropped
+            }
         });
         ctx.subscribe(|m: &mut Self, r: &Response<Counted>, _| {
             let code = r.error_code().map(|c| c.to_string());
@@ -341,22 +369,26 @@ impl Actor for Myself {
 
 #[test]
 fn a_request_cancelled_by_its_own_server_while_lent_is_answered_once() {
-    let mut locality = Locality::new();
-    let t0 = locality.now();
-    let (drops, log) = (
-        Arc::new(AtomicUsize::new(0)),
-        Rc::new(RefCell::new(Vec::new())),
-    );
-    let myself = Myself {
-        drops: drops.clone(),
-        log: log.clone(),
-    };
-    locality.spawn_root(myself).finish().expect("spawn");
-    locality.run_until_idle(t0);
-    locality.run_until_idle(t0 + Duration::from_secs(5));
-    assert_eq!(*log.borrow(), [r#"Some("request cancelled")"#]);
-    assert_eq!(drops.load(Relaxed), 1);
-    assert_eq!(locality.stats().dropped_late_replies, 1);
+    for reply_first in [false, true] {
+        let mut locality = Locality::new();
+        let t0 = locality.now();
+        let (drops, log) = (
+            Arc::new(AtomicUsize::new(0)),
+            Rc::new(RefCell::new(Vec::new())),
+        );
+        let myself = Myself {
+            reply_first,
+            drops: drops.clone(),
+            log: log.clone(),
+        };
+        locality.spawn_root(myself).finish().expect("spawn");
+        locality.run_until_idle(t0);
+        locality.run_until_idle(t0 + Duration::from_secs(5));
+        assert_eq!(*log.borrow(), [r#"Some("request cancelled")"#]);
+        assert_eq!(drops.load(Relaxed), 1);
+        assert_eq!(locality.stats().dropped_late_replies, 1);
+        assert_eq!(locality.core_mut().payloads.lent_ended(), 0);
+    }
 }
 
 /// A second payload type, for a client that alternates two (its drop

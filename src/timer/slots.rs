@@ -18,14 +18,20 @@ pub(super) trait Vacancy {
 
 struct Slot<R> {
     generation: u32,
+    /// A free slot: the slot freed before it (`NO_SLOT`: none).
+    next_free: u32,
     record: R,
 }
+
+/// The end of the free list.
+const NO_SLOT: u32 = u32::MAX;
 
 /// Records in slots named by generational keys.
 pub(super) struct Slots<R> {
     slots: Vec<Slot<R>>,
-    /// Free slots, the one freed last on top.
-    free: Vec<u32>,
+    /// The free slots, linked through `next_free`, the one freed last
+    /// first (a list through the slots: no vector to push and pop).
+    free: u32,
     next_generation: u32,
     len: usize,
 }
@@ -34,7 +40,7 @@ impl<R> Default for Slots<R> {
     fn default() -> Self {
         Slots {
             slots: Vec::new(),
-            free: Vec::new(),
+            free: NO_SLOT,
             next_generation: 0,
             len: 0,
         }
@@ -49,21 +55,27 @@ impl<R: Vacancy> Slots<R> {
         let generation = self.next_generation;
         self.next_generation = generation.wrapping_add(1);
         self.len += 1;
-        let idx = match self.free.pop() {
-            Some(idx) => idx,
-            None => self.grow(),
-        };
+        let mut idx = self.free;
+        if idx as usize >= self.slots.len() {
+            idx = self.grow(); // the free list was empty: it stays so
+        }
         let slot = &mut self.slots[idx as usize];
+        self.free = slot.next_free;
         slot.generation = generation;
         (Key { idx, generation }, &mut slot.record)
     }
 
+    /// A new slot at the end: its index.
     #[cold]
     #[inline(never)]
     fn grow(&mut self) -> u32 {
-        let idx = u32::try_from(self.slots.len()).expect("more than 2^32 live timers in one set");
+        let idx = u32::try_from(self.slots.len())
+            .ok()
+            .filter(|&i| i != NO_SLOT)
+            .expect("more than 2^32 live timers in one set");
         self.slots.push(Slot {
             generation: 0,
+            next_free: NO_SLOT,
             record: R::vacant(),
         });
         idx
@@ -117,7 +129,8 @@ impl<R: Vacancy> Slots<R> {
             Some(s) if s.generation == key.generation && !s.record.is_vacant() => s,
             _ => return None,
         };
-        self.free.push(key.idx);
+        slot.next_free = self.free;
+        self.free = key.idx;
         self.len -= 1;
         Some(&mut slot.record)
     }
