@@ -16,7 +16,7 @@ pub(crate) struct UserEnvelope<M> {
 }
 
 impl<M: Send + 'static> Envelope<Core> for UserEnvelope<M> {
-    #[inline]
+    #[inline(always)]
     fn deliver(self, core: &mut Core) {
         // The common case (one subscriber, inspection off) here; the rest
         // out of line, so that this path saves few registers.

@@ -31,6 +31,7 @@ use crate::arena::Key;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
+use crate::message::UserEnvelope;
 use crate::queue::Envelope;
 use std::cell::Cell;
 use std::fmt;
@@ -252,10 +253,22 @@ struct ToEntity<M> {
 impl<M: Send + 'static> Envelope<Core> for ToEntity<M> {
     #[inline]
     fn deliver(self, core: &mut Core) {
-        if self.version == core.entities.version.get() as u32 {
-            return deliver_to(core, self.dest, self.sender, self.message);
+        if self.version != core.entities.version.get() as u32 {
+            return stale(self, core);
         }
-        stale(self, core);
+        // A direct send's delivery (its slow paths shared with those).
+        let ToEntity {
+            dest,
+            sender,
+            message,
+            ..
+        } = self;
+        UserEnvelope {
+            dest,
+            sender,
+            message,
+        }
+        .deliver(core);
     }
 }
 
