@@ -97,16 +97,24 @@ struct Labelled {
 /// Spare labelled parts of addresses, made in batches: the addresses of
 /// actors with names of their own (an entity's `set/key`) take theirs from
 /// here, so that their labels lie together, apart from the actors, and
-/// actors spawned one after another lie back to back (docs/entities.md,
-/// "Where the entities lie"). At most [`Labels::BATCH`] are kept spare.
+/// actors spawned one after another lie back to back, on as few pages as
+/// plain actors (docs/entities.md, "Where the entities lie"). A batch is
+/// twice the one before, from [`Labels::FIRST`] to [`Labels::LAST`]: at most
+/// `LAST - 1` are kept spare (about 37 KB).
 #[derive(Default)]
 pub(crate) struct Labels {
     spare: Vec<Arc<Labelled>>,
+    /// How many labels the last batch made.
+    made: usize,
 }
 
 impl Labels {
-    /// How many labels are made at once.
-    const BATCH: usize = 32;
+    /// How many labels the first batch makes.
+    const FIRST: usize = 8;
+    /// How many labels a batch makes at most (256 actors of 64 bytes fill
+    /// four pages; 32 at a time, a page held about 20 of them, and the
+    /// actors spread over three times as many pages).
+    const LAST: usize = 256;
     /// The room for a name that a spare label has (names that fit are
     /// copied into it; longer ones are kept as they come).
     const NAME: usize = 32;
@@ -151,8 +159,9 @@ impl Labels {
                 identity: None,
             })
         };
-        self.spare.reserve_exact(Self::BATCH);
-        self.spare.extend((1..Self::BATCH).map(|_| blank()));
+        self.made = (self.made * 2).clamp(Self::FIRST, Self::LAST);
+        self.spare.reserve_exact(self.made);
+        self.spare.extend((1..self.made).map(|_| blank()));
         blank()
     }
 }
@@ -425,7 +434,8 @@ mod tests {
         let locality = Arc::new(LocalityShared::new(Some("here".into())));
         let mut labels = Labels::default();
         let long = "x".repeat(Labels::NAME + 1);
-        let keys = keys(Labels::BATCH + 2);
+        // Batches of 8, 16 and 32: the last one partly taken.
+        let keys = keys(Labels::FIRST * 4 + 2);
         let addresses: Vec<Address> = keys
             .iter()
             .enumerate()
@@ -437,8 +447,8 @@ mod tests {
                 Address::owned_name(&mut labels, &locality, key, name, i as u64 + 7)
             })
             .collect();
-        // One batch, less the one taken, less the rest; then a second batch.
-        assert_eq!(labels.spare.len(), 2 * Labels::BATCH - keys.len());
+        assert_eq!(labels.made, Labels::FIRST * 4);
+        assert_eq!(labels.spare.len(), Labels::FIRST * 7 - keys.len());
         for (i, address) in addresses.iter().enumerate() {
             let name = match i {
                 1 => long.clone(),
@@ -450,6 +460,17 @@ mod tests {
             assert!(address.is_of(&locality));
         }
         // A clone shares its label; the spare ones are unshared.
+        // Batches grow no further than `LAST`.
+        let mut big = Labels {
+            made: Labels::LAST,
+            ..Labels::default()
+        };
+        let one = Address::owned_name(&mut big, &locality, keys[0], "x".into(), 1);
+        assert_eq!(
+            (big.made, big.spare.len()),
+            (Labels::LAST, Labels::LAST - 1)
+        );
+        drop((one, big));
         let clone = addresses[0].clone();
         assert_eq!(clone.to_string(), addresses[0].to_string());
         assert!(labels.spare.iter().all(|l| Arc::strong_count(l) == 1));
