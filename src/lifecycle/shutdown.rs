@@ -247,20 +247,35 @@ fn finish_removal(core: &mut Core, me: Key, main: Key) {
     }
     let reason = cell.reason.take().unwrap_or_else(Error::normal);
     watch::finished(core, cell, &reason);
-    let actor = &cell.actor;
-    let restart =
-        crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false);
-    if tracing::level_enabled!(tracing::Level::DEBUG) {
-        log_down(&cell.address, &reason);
-    }
     let (parent, child, leaf) = (
         cell.take_parent(),
         ChildId::of(&cell.address),
         cell.supervisor.is_none(),
     );
-    // The actor's own `Drop` is user code. It goes before its supervisor
-    // hears of it, which may finish the supervisor at once.
-    let _ = crate::actor::guarded(core, me, || removed = None);
+    // `should_restart`, then the actor's own `Drop`: user code, behind one
+    // panic guard. The `Drop` goes before its supervisor hears of it,
+    // which may finish the supervisor at once.
+    let mut restart = false;
+    let ended = crate::actor::guarded(core, me, || {
+        if let Some(cell) = &removed {
+            restart = cell.actor.should_restart(&reason);
+            if tracing::level_enabled!(tracing::Level::DEBUG) {
+                log_down(&cell.address, &reason);
+            }
+        }
+        removed = None;
+    });
+    // A panic in `Drop` leaves the cell dropped (`None`); one in
+    // `should_restart` (caught, logged, `false`) leaves it: the debug
+    // line and the `Drop` follow, behind a guard of their own, as before.
+    if ended.is_err()
+        && let Some(cell) = &removed
+    {
+        if tracing::level_enabled!(tracing::Level::DEBUG) {
+            log_down(&cell.address, &reason);
+        }
+        let _ = crate::actor::guarded(core, me, || removed = None);
+    }
     let Some(parent) = parent else {
         return core.unanchor(Some(reason));
     };
