@@ -1,7 +1,7 @@
 //! Calling an actor's lifecycle hooks, and skipping those its type leaves
 //! to the trait's default (found on their first call).
 
-use super::{ActorCell, Hook, with_object};
+use super::{ActorCell, Hook, hook_object};
 use crate::arena::Key;
 use crate::locality::Core;
 use crate::names::TypeNames;
@@ -120,11 +120,11 @@ pub(crate) const NO_EXTRAS: u16 = 0x8000;
 fn run_hook(core: &mut Core, me: Key, hook: Hook, known: bool) {
     let bit = hook.bit();
     core.default_hook &= !bit;
-    let ran = with_object(core, me, |object, core| object.hook(hook, core, me));
+    let ran = hook_object(core, me, hook);
     let default = core.default_hook & bit != 0;
     core.default_hook &= !bit;
     // Overridden only if it ran to its end without saying it is the default.
-    if (default || matches!(ran, Some(Ok(()))) && !known)
+    if (default || ran && !known)
         && let Some(cell) = core.actors.get(me)
     {
         let index = cell.hooks & !NO_EXTRAS;
