@@ -81,6 +81,7 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
 }
 
 /// [`confirm_init`] for the leaf `me` as its cell is now (`leaf`).
+#[inline(always)]
 pub(crate) fn confirm_leaf_init(core: &mut Core, me: Key, leaf: Leaf) -> bool {
     let Leaf {
         sup_address,
