@@ -62,7 +62,7 @@ pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
 /// as the caller read them, with the cell): no lookup of the cell to
 /// decide. `true` if the hook was called (user code ran, so the cell may
 /// have changed); `false` if it was skipped as a known default.
-#[inline]
+#[inline(always)]
 pub(crate) fn call_hook_plain(core: &mut Core, me: Key, hook: Hook, hooks: u16) -> bool {
     debug_assert!(hooks & NO_EXTRAS != 0);
     let bit = u16::from(hook.bit());

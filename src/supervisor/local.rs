@@ -132,8 +132,9 @@ pub(crate) fn confirm_leaf_init(core: &mut Core, me: Key, leaf: Leaf) -> bool {
     let Some(sup) = sup_cell.supervisor.as_deref_mut() else {
         return false;
     };
-    let Some(record) = sup.children.get_mut(slot).filter(is_mine) else {
-        return false;
+    let record = match sup.children.get_mut(slot) {
+        Some(record) if is_mine(&record) => record,
+        _ => return false,
     };
     record.state = ChildState::Initialized;
     record.initializing = false;
