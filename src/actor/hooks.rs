@@ -116,7 +116,7 @@ pub(crate) const NO_EXTRAS: u16 = 0x8000;
 /// Calls the hook (`call_hook`), learning what it is on its type's first
 /// call (`known`: the cell knows it is overridden, so there is nothing to
 /// learn unless it says it is the default after all).
-#[inline(never)]
+#[inline(always)]
 fn run_hook(core: &mut Core, me: Key, hook: Hook, known: bool) {
     let bit = hook.bit();
     core.default_hook &= !bit;
