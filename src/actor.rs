@@ -291,7 +291,8 @@ impl<A: Actor> ActorBox<A> {
 pub(crate) trait ActorObject: Any {
     /// `true` while one of the actor's hooks or handlers runs.
     fn busy(&self) -> bool;
-    fn hook(&self, hook: Hook, core: &mut Core, me: Key);
+    /// Calls the hook; `false` (nothing called) if the actor is busy.
+    fn hook(&self, hook: Hook, core: &mut Core, me: Key) -> bool;
     /// The user plugins' vote.
     fn vote(&self, phase: Phase, core: &mut Core, me: Key) -> Vote;
     /// `false` if the actor has no user plugin to ask for a vote (`true`
@@ -318,9 +319,13 @@ impl<A: Actor> ActorObject for RefCell<ActorBox<A>> {
     fn busy(&self) -> bool {
         self.try_borrow_mut().is_err()
     }
-    fn hook(&self, hook: Hook, core: &mut Core, me: Key) {
-        if let Ok(mut b) = self.try_borrow_mut() {
-            b.hook(hook, core, me);
+    fn hook(&self, hook: Hook, core: &mut Core, me: Key) -> bool {
+        match self.try_borrow_mut() {
+            Ok(mut b) => {
+                b.hook(hook, core, me);
+                true
+            }
+            Err(_) => false,
         }
     }
     fn vote(&self, phase: Phase, core: &mut Core, me: Key) -> Vote {
@@ -523,6 +528,24 @@ pub(crate) fn with_object<R>(
         lifecycle::fail(core, me, error.clone());
         error
     }))
+}
+
+/// Calls lifecycle hook `hook` of the actor at `me`, as [`with_object`]
+/// would (a panic fails the actor), with the busy check in the call: `true`
+/// if it ran to its end, `false` if the actor is gone or busy, or panicked.
+#[inline]
+pub(crate) fn hook_object(core: &mut Core, me: Key, hook: Hook) -> bool {
+    let Some(object) = core.actors.get(me).map(|cell| cell.actor.clone()) else {
+        return false;
+    };
+    match catch_unwind(AssertUnwindSafe(|| object.hook(hook, core, me))) {
+        Ok(ran) => ran,
+        Err(payload) => {
+            let error = panicked(core, me, payload.as_ref());
+            lifecycle::fail(core, me, error);
+            false
+        }
+    }
 }
 
 /// The error for a panic in the user code of actor `me` (logged).

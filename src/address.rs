@@ -208,13 +208,24 @@ impl Address {
         Address { key, repr }
     }
 
-    /// The main address of a plain actor, its name interned as `name`: no allocation.
+    /// The main address of a plain actor, its name interned as `name`: no
+    /// allocation (the packed case inline: it is made on every spawn).
+    #[inline]
     pub(crate) fn interned(
         locality: Arc<LocalityShared>,
         key: Key,
         name: NameId,
         seq: u64,
     ) -> Address {
+        if let (Ok(packed), Ok(seq_hi)) = (u8::try_from(name.0), u16::try_from(seq >> 32)) {
+            let repr = Repr::Plain {
+                locality,
+                name: packed,
+                seq_hi,
+                seq_lo: seq as u32,
+            };
+            return Address { key, repr };
+        }
         Address::with_name(locality, key, ActorName::Interned(name), seq, None)
     }
 

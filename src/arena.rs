@@ -87,13 +87,16 @@ impl<T> Arena<T> {
     pub(crate) fn insert_with(&mut self, make: impl FnOnce(Key) -> T) -> Key {
         let generation = self.next_generation;
         self.next_generation = self.next_generation.wrapping_add(1);
-        let entry = self.slab.vacant_entry();
-        let idx = u32::try_from(entry.key()).expect("more than 2^32 live entries in one arena");
+        // `insert` takes the vacant slot `vacant_key` names (a vacant entry's
+        // `insert` would look the value up again, for a reference not used).
+        let idx = u32::try_from(self.slab.vacant_key())
+            .expect("more than 2^32 live entries in one arena");
         let key = Key { idx, generation };
-        entry.insert(Entry {
+        let at = self.slab.insert(Entry {
             generation,
             value: make(key),
         });
+        debug_assert_eq!(at, idx as usize);
         key
     }
 

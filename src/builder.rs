@@ -395,9 +395,24 @@ impl<'a, A: Actor> Builder<'a, A> {
     pub fn finish(self) -> Result<Address> {
         if let Parent::Local(parent) = self.parent
             && self.is_plain()
-            && let Source::Value(actor) = self.target.source
+            && let Builder {
+                core,
+                target:
+                    Here {
+                        source: Source::Value(actor),
+                        plugins,
+                    },
+                name,
+                supervisor,
+                registry,
+                register_as,
+                ..
+            } = self
         {
-            return finish_plain(self.core, parent, actor);
+            // All empty (`is_plain`: nothing was set, and what is set is
+            // never taken back): nothing to drop, so no drop code runs.
+            std::mem::forget((plugins, name, supervisor, registry, register_as));
+            return finish_plain(core, parent, actor);
         }
         let has_factory = matches!(self.target.source, Source::Factory(_));
         let Prepared {
@@ -503,8 +518,8 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
 }
 
 impl<A: Actor> Builder<'_, A> {
-    /// `true` if nothing was set but the actor: no name, timeouts,
-    /// supervisor config, registry, names, supervision or plugins.
+    /// `true` if nothing was set but the actor: no name, timeouts, supervisor config, registry, names, supervision
+    /// or plugins.
     fn is_plain(&self) -> bool {
         self.name.is_none()
             && self.config == ActorConfig::default()

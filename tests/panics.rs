@@ -198,3 +198,51 @@ fn a_panicking_restart_factory_is_a_failed_restart() {
     );
     assert_clean(&l);
 }
+
+/// Fails as it starts; its `should_restart` panics; its `Drop` counts,
+/// then panics too (so an unguarded `Drop` would be seen).
+struct BadAnswer(std::rc::Rc<std::cell::Cell<u32>>);
+impl Actor for BadAnswer {
+    fn on_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.fail(Error::failure("broken"));
+    }
+    fn should_restart(&self, _: &Error) -> bool {
+        panic!("no answer");
+    }
+}
+impl Drop for BadAnswer {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() + 1);
+        panic!("drop");
+    }
+}
+
+#[test]
+fn a_panic_in_should_restart_is_no_restart_and_the_actor_is_still_dropped() {
+    let clock = Clock::new();
+    let (mut l, root) = root_on_l0();
+    let (made, drops) = (
+        std::rc::Rc::new(std::cell::Cell::new(0)),
+        std::rc::Rc::default(),
+    );
+    let (made2, drops2) = (made.clone(), std::rc::Rc::clone(&drops));
+    let factory = move || {
+        made2.set(made2.get() + 1);
+        BadAnswer(std::rc::Rc::clone(&drops2))
+    };
+    let bad = l
+        .spawn_with(&root, factory)
+        .restart(RestartPolicy::AskActor);
+    let bad = bad.finish().unwrap();
+    l.run_until_idle(clock.at(0));
+    assert_eq!(l.state_of(&bad), None);
+    assert_eq!(
+        (made.get(), drops.get()),
+        (1, 1),
+        "no restart; dropped once"
+    );
+    assert_eq!(l.state_of(&root), Some(ActorState::Operational));
+    l.shutdown(&root).unwrap();
+    l.run_until_idle(clock.at(1));
+    assert_clean(&l);
+}

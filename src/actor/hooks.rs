@@ -1,7 +1,7 @@
 //! Calling an actor's lifecycle hooks, and skipping those its type leaves
 //! to the trait's default (found on their first call).
 
-use super::{ActorCell, Hook, with_object};
+use super::{ActorCell, Hook, hook_object};
 use crate::arena::Key;
 use crate::locality::Core;
 use crate::names::TypeNames;
@@ -62,7 +62,7 @@ pub(crate) fn call_hook(core: &mut Core, me: Key, hook: Hook) {
 /// as the caller read them, with the cell): no lookup of the cell to
 /// decide. `true` if the hook was called (user code ran, so the cell may
 /// have changed); `false` if it was skipped as a known default.
-#[inline]
+#[inline(always)]
 pub(crate) fn call_hook_plain(core: &mut Core, me: Key, hook: Hook, hooks: u16) -> bool {
     debug_assert!(hooks & NO_EXTRAS != 0);
     let bit = u16::from(hook.bit());
@@ -116,15 +116,15 @@ pub(crate) const NO_EXTRAS: u16 = 0x8000;
 /// Calls the hook (`call_hook`), learning what it is on its type's first
 /// call (`known`: the cell knows it is overridden, so there is nothing to
 /// learn unless it says it is the default after all).
-#[inline(never)]
+#[inline(always)]
 fn run_hook(core: &mut Core, me: Key, hook: Hook, known: bool) {
     let bit = hook.bit();
     core.default_hook &= !bit;
-    let ran = with_object(core, me, |object, core| object.hook(hook, core, me));
+    let ran = hook_object(core, me, hook);
     let default = core.default_hook & bit != 0;
     core.default_hook &= !bit;
     // Overridden only if it ran to its end without saying it is the default.
-    if (default || matches!(ran, Some(Ok(()))) && !known)
+    if (default || ran && !known)
         && let Some(cell) = core.actors.get(me)
     {
         let index = cell.hooks & !NO_EXTRAS;

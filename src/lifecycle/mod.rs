@@ -486,7 +486,7 @@ pub(crate) fn on_lifecycle_timeout(core: &mut Core, me: Key, during: ActorState)
     }
 }
 
-#[inline]
+#[inline(always)]
 pub(crate) fn on_start(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;

@@ -51,11 +51,12 @@ pub(crate) fn fail(core: &mut Core, me: Key, error: Error) {
 
 /// Starts shutting the actor down (once; later requests are ignored).
 pub(crate) fn on_shutdown_request(core: &mut Core, me: Key, reason: Error) {
-    let _ = shutdown_request(core, me, reason, false);
+    let _ = shutdown_request(core, me, reason, false, Key::NONE);
 }
 
 /// [`on_shutdown_request`] by a direct call from the supervisor of leaf
-/// `me` at `address` (`supervisor::local::stop_leaf`), shown by
+/// `me` at `address` (`supervisor::local::stop_leaf`; `sup` is that
+/// supervisor's key, which hears of the leaf's end), shown by
 /// inspection as the message it stands for; only if the actor is a leaf
 /// none of whose code runs now. `Err` gives the reason back: send
 /// `ShutdownRequest`.
@@ -64,6 +65,7 @@ pub(crate) fn stop_idle_leaf(
     me: Key,
     address: Key,
     reason: Error,
+    sup: Key,
 ) -> Result<(), Error> {
     if core.inspect.level >= 2 {
         let idle = |c: &ActorCell| c.supervisor.is_none() && !c.actor.busy();
@@ -75,13 +77,20 @@ pub(crate) fn stop_idle_leaf(
         on_shutdown_request(core, me, reason);
         return Ok(());
     }
-    shutdown_request(core, me, reason, true)
+    shutdown_request(core, me, reason, true, sup)
 }
 
 /// [`on_shutdown_request`], or [`stop_idle_leaf`] if `direct` (without
-/// inspection): one look at the cell for the checks and the request.
+/// inspection, asked by the supervisor at `sup`): one look at the cell
+/// for the checks and the request.
 #[inline(always)]
-fn shutdown_request(core: &mut Core, me: Key, reason: Error, direct: bool) -> Result<(), Error> {
+fn shutdown_request(
+    core: &mut Core,
+    me: Key,
+    reason: Error,
+    direct: bool,
+    sup: Key,
+) -> Result<(), Error> {
     let Some(cell) = core.actors.get_mut(me) else {
         return if direct { Err(reason) } else { Ok(()) };
     };
@@ -114,7 +123,7 @@ fn shutdown_request(core: &mut Core, me: Key, reason: Error, direct: bool) -> Re
             set_cell_state(cell, ActorState::ShutDown);
             let main = cell.address.key();
             end_timers_and_requests(core, me);
-            finish_removal(core, me, main);
+            finish_removal(core, me, main, sup);
             return Ok(());
         }
     }
@@ -194,7 +203,7 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     } else {
         end_timers_and_requests(core, me);
     }
-    finish_removal(core, me, main);
+    finish_removal(core, me, main, Key::NONE);
 }
 
 /// What an actor with a rare part (or whose `shutdown_finish` ran) may
@@ -226,8 +235,9 @@ fn finish_rare(core: &mut Core, me: Key) -> bool {
 
 /// The end of actor `me` (SHUT_DOWN, its hooks done) at its `main`
 /// address: the address and the cell go, `should_restart` and its `Drop`
-/// run, and its supervisor hears of it.
-fn finish_removal(core: &mut Core, me: Key, main: Key) {
+/// run, and its supervisor hears of it (`sup`: the supervisor's key, if
+/// the caller knows it, else `Key::NONE`).
+fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key) {
     // An address without subscriptions (most), when nothing remembers
     // removed addresses: only its slot goes.
     let quiet = core.inspect.level == 0 && core.dead_letters.is_none();
@@ -247,25 +257,40 @@ fn finish_removal(core: &mut Core, me: Key, main: Key) {
     }
     let reason = cell.reason.take().unwrap_or_else(Error::normal);
     watch::finished(core, cell, &reason);
-    let actor = &cell.actor;
-    let restart =
-        crate::actor::guarded(core, me, || actor.should_restart(&reason)).unwrap_or(false);
-    if tracing::level_enabled!(tracing::Level::DEBUG) {
-        log_down(&cell.address, &reason);
-    }
     let (parent, child, leaf) = (
         cell.take_parent(),
         ChildId::of(&cell.address),
         cell.supervisor.is_none(),
     );
-    // The actor's own `Drop` is user code. It goes before its supervisor
-    // hears of it, which may finish the supervisor at once.
-    let _ = crate::actor::guarded(core, me, || removed = None);
+    // `should_restart`, then the actor's own `Drop`: user code, behind one
+    // panic guard. The `Drop` goes before its supervisor hears of it,
+    // which may finish the supervisor at once.
+    let mut restart = false;
+    let ended = crate::actor::guarded(core, me, || {
+        if let Some(cell) = &removed {
+            restart = cell.actor.should_restart(&reason);
+            if tracing::level_enabled!(tracing::Level::DEBUG) {
+                log_down(&cell.address, &reason);
+            }
+        }
+        removed = None;
+    });
+    // A panic in `Drop` leaves the cell dropped (`None`); one in
+    // `should_restart` (caught, logged, `false`) leaves it: the debug
+    // line and the `Drop` follow, behind a guard of their own, as before.
+    if ended.is_err()
+        && let Some(cell) = &removed
+    {
+        if tracing::level_enabled!(tracing::Level::DEBUG) {
+            log_down(&cell.address, &reason);
+        }
+        let _ = crate::actor::guarded(core, me, || removed = None);
+    }
     let Some(parent) = parent else {
         return core.unanchor(Some(reason));
     };
     let reason = match leaf {
-        true => match supervisor::local::report_down(core, &parent, child, reason, restart) {
+        true => match supervisor::local::report_down(core, &parent, child, reason, restart, sup) {
             Ok(()) => return,
             Err(reason) => reason,
         },

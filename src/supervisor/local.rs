@@ -81,6 +81,7 @@ pub(crate) fn confirm_init(core: &mut Core, me: Key) -> bool {
 }
 
 /// [`confirm_init`] for the leaf `me` as its cell is now (`leaf`).
+#[inline(always)]
 pub(crate) fn confirm_leaf_init(core: &mut Core, me: Key, leaf: Leaf) -> bool {
     let Leaf {
         sup_address,
@@ -131,8 +132,9 @@ pub(crate) fn confirm_leaf_init(core: &mut Core, me: Key, leaf: Leaf) -> bool {
     let Some(sup) = sup_cell.supervisor.as_deref_mut() else {
         return false;
     };
-    let Some(record) = sup.children.get_mut(slot).filter(is_mine) else {
-        return false;
+    let record = match sup.children.get_mut(slot) {
+        Some(record) if is_mine(&record) => record,
+        _ => return false,
     };
     record.state = ChildState::Initialized;
     record.initializing = false;
@@ -162,10 +164,16 @@ pub(crate) fn confirm_leaf_init(core: &mut Core, me: Key, leaf: Leaf) -> bool {
 }
 
 /// A child whose supervisor asks it to shut down: if it is a leaf here and
-/// nothing waits in the queue, does it by a direct call. `Err` gives the
-/// reason back: send `ShutdownRequest`.
+/// nothing waits in the queue, does it by a direct call (`sup`: the key of
+/// the supervisor that asks). `Err` gives the reason back: send
+/// `ShutdownRequest`.
 #[inline]
-pub(crate) fn stop_leaf(core: &mut Core, child: ChildId, reason: Error) -> Result<(), Error> {
+pub(crate) fn stop_leaf(
+    core: &mut Core,
+    child: ChildId,
+    reason: Error,
+    sup: Key,
+) -> Result<(), Error> {
     if !core.queue.is_empty() {
         return Err(reason);
     }
@@ -175,13 +183,15 @@ pub(crate) fn stop_leaf(core: &mut Core, child: ChildId, reason: Error) -> Resul
     let Some(actor) = core.routes.address(address).map(|slot| slot.owner) else {
         return Err(reason);
     };
-    lifecycle::stop_idle_leaf(core, actor, address, reason)
+    lifecycle::stop_idle_leaf(core, actor, address, reason, sup)
 }
 
 /// Leaf `child` (removed: the locality holds it no more) has shut down:
 /// tells its supervisor here by a direct call if nothing waits in the
-/// queue and none of the supervisor's code runs. `Err` gives the reason
-/// back: send `ChildDown`.
+/// queue and none of the supervisor's code runs. `sup`: the supervisor's
+/// key if the caller knows it (it asked the leaf to stop by a direct
+/// call), else `Key::NONE` (found from its address). `Err` gives the
+/// reason back: send `ChildDown`.
 #[inline]
 pub(crate) fn report_down(
     core: &mut Core,
@@ -189,6 +199,7 @@ pub(crate) fn report_down(
     child: ChildId,
     reason: Error,
     restart: bool,
+    sup: Key,
 ) -> Result<(), Error> {
     if !core.queue.is_empty() {
         return Err(reason);
@@ -201,9 +212,19 @@ pub(crate) fn report_down(
         return Err(reason);
     };
     let slot = slot as usize;
-    let Some(sup_key) = core.routes.address(sup_address).map(|info| info.owner) else {
-        return Err(reason);
+    let sup_key = match sup.is_none() {
+        // The supervisor that asked is the leaf's (its record of the leaf
+        // is checked again by `child_down_here`).
+        false => sup,
+        true => match core.routes.address(sup_address) {
+            Some(info) => info.owner,
+            None => return Err(reason),
+        },
     };
+    debug_assert!(
+        core.routes.address(sup_address).map(|i| i.owner) == Some(sup_key),
+        "the supervisor that asked owns the leaf's supervisor address"
+    );
     let down = restart::DownHere { child, sup_address };
     restart::child_down_here(core, sup_key, slot, down, reason, restart)
 }

@@ -432,7 +432,7 @@ fn stop_known_child(
     direct: bool,
 ) {
     let reason = match direct {
-        true => match local::stop_leaf(core, child, reason) {
+        true => match local::stop_leaf(core, child, reason, me) {
             Ok(()) => return,
             Err(reason) => reason,
         },
