@@ -518,8 +518,8 @@ impl<'a, A: Actor> Builder<'a, A, Elsewhere<A>> {
 }
 
 impl<A: Actor> Builder<'_, A> {
-    /// `true` if nothing was set but the actor: no name, timeouts, supervisor config, registry, names, supervision
-    /// or plugins.
+    /// `true` if nothing was set but the actor: no name, timeouts,
+    /// supervisor config, registry, names, supervision or plugins.
     fn is_plain(&self) -> bool {
         self.name.is_none()
             && self.config == ActorConfig::default()
