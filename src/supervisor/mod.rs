@@ -216,6 +216,15 @@ pub(crate) const HOOK_INIT: u8 = 1;
 pub(crate) const HOOK_SHUTDOWN: u8 = 2;
 
 impl SupervisorState {
+    /// Forgets the child record at `slot` and its supervision state.
+    #[inline(always)]
+    pub(crate) fn forget_child(&mut self, slot: usize) {
+        self.children.remove(slot);
+        if !self.supervised.is_empty() {
+            self.supervised.remove(&slot);
+        }
+    }
+
     pub(crate) fn new(config: SupervisorConfig) -> Self {
         SupervisorState {
             config,

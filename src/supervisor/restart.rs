@@ -221,10 +221,7 @@ pub(crate) fn child_down_here(
         if !sup.held.is_empty() {
             sup.held.remove(&slot);
         }
-        sup.children.remove(slot);
-        if !sup.supervised.is_empty() {
-            sup.supervised.remove(&slot);
-        }
+        sup.forget_child(slot);
         let plugins = cell.hooks & NO_EXTRAS == 0 && cell.actor.has_plugins();
         if sup.children.is_empty() || plugins {
             lifecycle::try_shutdown(core, me);
@@ -342,10 +339,7 @@ fn decide_or_refuse(
         sup.initializing -= 1;
     }
     if my_state == ActorState::ShuttingDown {
-        sup.children.remove(slot);
-        if !sup.supervised.is_empty() {
-            sup.supervised.remove(&slot);
-        }
+        sup.forget_child(slot);
         // With children left, the votes would say `Pending` (the child
         // manager's), unless a user plugin is to be asked again first.
         let plugins = cell.hooks & NO_EXTRAS == 0 && cell.actor.has_plugins();
@@ -362,10 +356,7 @@ fn decide_or_refuse(
         && my_state == ActorState::Initializing
         && init_policy == InitFailurePolicy::ShutdownSupervisor
     {
-        sup.children.remove(slot);
-        if !sup.supervised.is_empty() {
-            sup.supervised.remove(&slot);
-        }
+        sup.forget_child(slot);
         // Still counted as initializing: the shutdown asked for below comes
         // back as a message, and meanwhile this supervisor must not finish
         // its own init with the child missing (its shutdown recounts).
