@@ -3,7 +3,7 @@
 use crate::address::Address;
 use crate::arena::Key;
 use crate::context::Context;
-use crate::error::{Error, ErrorCode};
+use crate::error::Error;
 use crate::lifecycle;
 use crate::locality::Core;
 use crate::plugin::{Plugin, PluginState, Vote};
@@ -21,9 +21,11 @@ use std::rc::Rc;
 use std::time::Duration;
 
 mod hooks;
+mod panics;
 mod parent;
 
 pub(crate) use hooks::{NO_EXTRAS, call_hook, call_hook_known, known_hooks, skips};
+pub(crate) use panics::{guarded, panic_message, panicked};
 pub(crate) use parent::{CellParent, Parent, ParentLink};
 
 /// User code that runs inside a supervisor, one message at a time.
@@ -546,31 +548,6 @@ pub(crate) fn hook_object(core: &mut Core, me: Key, hook: Hook) -> bool {
             false
         }
     }
-}
-
-/// The error for a panic in the user code of actor `me` (logged).
-pub(crate) fn panicked(core: &Core, me: Key, payload: &(dyn Any + Send)) -> Error {
-    let what = panic_message(payload);
-    let who = core
-        .actors
-        .get(me)
-        .map_or_else(|| "an actor".to_string(), |c| c.address.to_string());
-    tracing::error!(actor = %who, panic = %what, "a handler panicked");
-    Error::new(ErrorCode::Panicked).with_context(format!("{who}: {what}"))
-}
-
-/// The message a panic carried, if it was a string.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".to_string())
-}
-
-/// Runs user code outside any handler (a factory, a `Drop`), catching a panic.
-pub(crate) fn guarded<R>(core: &Core, me: Key, f: impl FnOnce() -> R) -> Result<R, Error> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panicked(core, me, payload.as_ref()))
 }
 
 /// Calls the hook `notice` is for on the actor at `me` (see [`Notice`]);

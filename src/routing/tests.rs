@@ -1,0 +1,130 @@
+//! Unit tests of the routing table.
+
+use super::*;
+
+struct A;
+struct B;
+
+fn routes() -> Routes<&'static str, u32> {
+    Routes::default()
+}
+
+fn ids(r: &Routes<&'static str, u32>, address: Key, type_id: TypeId) -> Vec<Key> {
+    match r.find(address, type_id) {
+        Found::One(k) => vec![k],
+        Found::Many => r.subscribers(address, type_id).into_vec(),
+        _ => vec![],
+    }
+}
+
+#[test]
+fn finds_subscribers_of_a_type_in_subscription_order() {
+    let mut r = routes();
+    let a = r.add_address(|_| "a");
+    let owner = Key::NONE;
+    let s1 = r.subscribe(a, TypeId::of::<A>(), owner, 1).unwrap();
+    let s2 = r.subscribe(a, TypeId::of::<B>(), owner, 2).unwrap();
+    let s3 = r.subscribe(a, TypeId::of::<A>(), owner, 3).unwrap();
+    assert_eq!(ids(&r, a, TypeId::of::<A>()), [s1, s3]);
+    assert_eq!(ids(&r, a, TypeId::of::<B>()), [s2]);
+    assert!(matches!(r.find(a, TypeId::of::<u8>()), Found::NoSubscriber));
+    assert_eq!(r.address(a), Some(&"a"));
+    assert_eq!(r.subscriptions(), 3);
+}
+
+#[test]
+fn unsubscribing_keeps_the_order_of_the_rest_in_every_channel() {
+    let mut r = routes();
+    let a = r.add_address(|_| "a");
+    let (ta, tb, tc) = (TypeId::of::<A>(), TypeId::of::<B>(), TypeId::of::<u8>());
+    let o = Key::NONE;
+    let a1 = r.subscribe(a, ta, o, 1).unwrap();
+    let b1 = r.subscribe(a, tb, o, 2).unwrap();
+    let a2 = r.subscribe(a, ta, o, 3).unwrap();
+    let c1 = r.subscribe(a, tc, o, 4).unwrap();
+    let a3 = r.subscribe(a, ta, o, 5).unwrap();
+    let b2 = r.subscribe(a, tb, o, 6).unwrap();
+    r.unsubscribe(a1).unwrap(); // the first of the first channel
+    assert_eq!(ids(&r, a, ta), [a2, a3]);
+    r.unsubscribe(b2).unwrap(); // the last of another
+    assert_eq!(ids(&r, a, tb), [b1]);
+    r.unsubscribe(a2).unwrap();
+    r.unsubscribe(a3).unwrap(); // the first channel empties: the next moves up
+    assert!(matches!(r.find(a, ta), Found::NoSubscriber));
+    assert_eq!(ids(&r, a, tb), [b1]);
+    assert_eq!(ids(&r, a, tc), [c1]);
+    let a4 = r.subscribe(a, ta, o, 7).unwrap();
+    assert_eq!(ids(&r, a, ta), [a4]);
+    let (_, removed) = r.remove_address(a).unwrap();
+    let mut gone: Vec<Key> = removed.iter().map(|x| x.sub).collect();
+    gone.sort();
+    let mut expected = vec![b1, c1, a4];
+    expected.sort();
+    assert_eq!(gone, expected);
+    assert_eq!(r.subscriptions(), 0);
+}
+
+#[test]
+fn a_handler_taken_out_and_unsubscribed_meanwhile_is_not_put_back() {
+    let mut r = routes();
+    let a = r.add_address(|_| "a");
+    let s = r.subscribe(a, TypeId::of::<A>(), Key::NONE, 7).unwrap();
+    let h = r.take_handler(s).unwrap();
+    assert_eq!(r.take_handler(s), None, "out already");
+    assert!(r.unsubscribe(s).is_some());
+    assert!(!r.put_handler(s, h));
+    assert!(matches!(r.find(a, TypeId::of::<A>()), Found::NoSubscriber));
+    assert_eq!(r.subscriptions(), 0);
+}
+
+#[test]
+fn a_far_address_routes_like_any_other_and_its_stale_key_misses() {
+    let mut r = routes();
+    let near = r.add_address(|_| "near");
+    let far = Key {
+        idx: FAR + 3,
+        generation: 9,
+    };
+    assert!(is_far(far) && !is_far(near) && !is_far(Key::NONE));
+    assert!(matches!(r.find(far, TypeId::of::<A>()), Found::Stale));
+    assert!(r.add_far_address(far, "far"));
+    assert!(!r.add_far_address(far, "again"), "taken");
+    let s = r.subscribe(far, TypeId::of::<A>(), Key::NONE, 1).unwrap();
+    assert_eq!(ids(&r, far, TypeId::of::<A>()), [s]);
+    assert_eq!(r.address(far), Some(&"far"));
+    assert_eq!(r.addresses(), 2);
+    let newer = Key {
+        generation: 10,
+        ..far
+    };
+    assert!(matches!(r.find(newer, TypeId::of::<A>()), Found::Stale));
+    assert!(!r.far_vacant(newer), "the index is in use");
+    let (data, removed) = r.remove_address(far).unwrap();
+    assert_eq!((data, removed.len()), ("far", 1));
+    assert!(matches!(r.find(far, TypeId::of::<A>()), Found::Stale));
+    assert_eq!((r.addresses(), r.subscriptions()), (1, 0));
+    assert!(r.far.slots.is_empty(), "no trailing vacant slots kept");
+    assert!(r.add_far_address(newer, "newer"));
+    assert_eq!(r.address(far), None, "the old key stays stale");
+}
+
+#[test]
+fn removing_an_address_removes_its_subscriptions_and_stale_keys_miss() {
+    let mut r = routes();
+    let a = r.add_address(|_| "a");
+    let owner = r.add_address(|_| "owner"); // any key will do as an owner
+    let s1 = r.subscribe(a, TypeId::of::<A>(), owner, 1).unwrap();
+    let s2 = r.subscribe(a, TypeId::of::<B>(), owner, 2).unwrap();
+    let (data, removed) = r.remove_address(a).unwrap();
+    assert_eq!(data, "a");
+    let subs: Vec<Key> = removed.iter().map(|x| x.sub).collect();
+    assert_eq!(subs, [s1, s2]);
+    assert!(removed.iter().all(|x| x.owner == owner && x.address == a));
+    assert!(matches!(r.find(a, TypeId::of::<A>()), Found::Stale));
+    assert_eq!(r.subscribe(a, TypeId::of::<A>(), owner, 3), None);
+    assert_eq!(r.unsubscribe(s1), None);
+    let b = r.add_address(|_| "b");
+    assert_eq!(b.idx, a.idx, "slot reused");
+    assert_eq!(r.address(a), None, "but the old key stays stale");
+    assert_eq!(r.subscriptions(), 0);
+}
