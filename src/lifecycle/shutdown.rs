@@ -122,7 +122,6 @@ fn shutdown_request(
         {
             set_cell_state(cell, ActorState::ShutDown);
             let main = cell.address.key();
-            end_timers_and_requests(core, me);
             finish_removal(core, me, main, sup);
             return Ok(());
         }
@@ -196,20 +195,16 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         core.cancel_timer(key);
     }
     // Skipped as a known default, the hook leaves the cell as it was.
-    if call_hook_known(core, me, Hook::ShutdownFinish, hooks) || rare {
-        if !finish_rare(core, me) {
-            return;
-        }
-    } else {
-        end_timers_and_requests(core, me);
+    if (call_hook_known(core, me, Hook::ShutdownFinish, hooks) || rare) && !finish_rare(core, me) {
+        return;
     }
     finish_removal(core, me, main, Key::NONE);
 }
 
 /// What an actor with a rare part (or whose `shutdown_finish` ran) may
-/// hold besides its main address: subscriptions elsewhere, identities,
-/// and, as any actor, timers and requests (listed by its slot in their
-/// sets). `false` if the actor is gone.
+/// hold besides its main address and its timers and requests (which
+/// [`finish_removal`] ends): subscriptions elsewhere, identities. `false`
+/// if the actor is gone.
 #[inline(never)]
 fn finish_rare(core: &mut Core, me: Key) -> bool {
     let Some(cell) = core.actors.get_mut(me) else {
@@ -223,12 +218,9 @@ fn finish_rare(core: &mut Core, me: Key) -> bool {
         for sub in subscriptions {
             crate::subscription::unsubscribe(core, sub);
         }
-        end_timers_and_requests(core, me);
         for address in identities {
             crate::subscription::remove_address(core, address);
         }
-    } else {
-        end_timers_and_requests(core, me);
     }
     true
 }
@@ -238,6 +230,8 @@ fn finish_rare(core: &mut Core, me: Key) -> bool {
 /// run, and its supervisor hears of it (`sup`: the supervisor's key, if
 /// the caller knows it, else `Key::NONE`).
 fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key) {
+    // Its timers and requests are listed by its slot in their sets.
+    end_timers_and_requests(core, me);
     // An address without subscriptions (most), when nothing remembers
     // removed addresses: only its slot goes.
     let quiet = core.inspect.level == 0 && core.dead_letters.is_none();
