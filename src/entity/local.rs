@@ -9,7 +9,6 @@ use crate::locality::Core;
 use crate::queue::Envelope;
 use slab::Slab;
 use std::cell::Cell;
-use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The entity sets of one locality.
@@ -20,10 +19,11 @@ pub(crate) struct Local {
     /// [`EntityRef`](super::EntityRef) saw live at this version is still
     /// live, with the same instance, while it has not moved. One per
     /// locality, shared by its sets, so that a send and a delivery read it
-    /// from the core, not from the set. No two localities of the process
-    /// ever hold the same value ([`bump`]), so a ref's cached version names
-    /// its locality too, and a send checks both with one compare.
-    pub(crate) version: Rc<Cell<u64>>,
+    /// from the core, not from the set, in one load (it is kept here, not
+    /// behind a pointer). No two localities of the process ever hold the
+    /// same value ([`Local::bump`]), so a ref's cached version names its
+    /// locality too, and a send checks both with one compare.
+    pub(crate) version: Cell<u64>,
     /// The open sets' address keys, by id.
     sets: Slab<Key>,
 }
@@ -31,7 +31,7 @@ pub(crate) struct Local {
 impl Default for Local {
     fn default() -> Self {
         Local {
-            version: Rc::new(Cell::new(fresh_run())),
+            version: Cell::new(fresh_run()),
             sets: Slab::new(),
         }
     }
@@ -47,16 +47,17 @@ fn fresh_run() -> u64 {
     (RUNS.fetch_add(1, Ordering::Relaxed) + 1) << 32
 }
 
-/// Moves a locality's version (`Local::version`, as a set or the core
-/// holds it) to a value no locality has had: its count goes up by one
-/// (the low 32 bits, which an entity ref's message carries), or, when it
-/// would wrap, a new run starts.
-pub(crate) fn bump(version: &Cell<u64>) {
-    let next = version.get().wrapping_add(1);
-    version.set(if next as u32 == 0 { fresh_run() } else { next });
-}
-
 impl Local {
+    /// Moves the locality's version (`Local::version`) to a value no
+    /// locality has had: its count goes up by one (the low 32 bits, which
+    /// an entity ref's message carries), or, when it would wrap, a new run
+    /// starts.
+    pub(crate) fn bump(&self) {
+        let next = self.version.get().wrapping_add(1);
+        self.version
+            .set(if next as u32 == 0 { fresh_run() } else { next });
+    }
+
     /// Registers a set (its address key): its id.
     pub(super) fn register(&mut self, set: Key) -> u32 {
         u32::try_from(self.sets.insert(set)).unwrap_or(u32::MAX)
@@ -91,11 +92,11 @@ mod tests {
     fn versions_are_never_shared_between_localities_even_when_a_count_wraps() {
         let (a, b) = (Local::default(), Local::default());
         assert_ne!(a.version.get(), b.version.get());
-        bump(&a.version);
+        a.bump();
         assert_eq!(a.version.get() as u32, 1, "the count moves by one");
         a.version.set(a.version.get() | u64::from(u32::MAX));
         let before = a.version.get();
-        bump(&a.version);
+        a.bump();
         let after = a.version.get();
         assert_eq!(after as u32, 0, "a wrapped count starts a new run");
         assert_ne!(after >> 32, before >> 32);

@@ -21,7 +21,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
 use crate::queue::Envelope;
 use crate::subscription::Next;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::fmt;
 use std::hash::Hash;
 use std::rc::Rc;
@@ -47,11 +47,6 @@ pub(super) struct Shared<K> {
     /// clock moves once per dispatch: the stamp is computed once per
     /// dispatch).
     stamp: Cell<(Instant, u64)>,
-    /// Bumped whenever an entity stops being live (or the set closes):
-    /// the locality's version (`Local::version`) from the set's init on,
-    /// shared with the set's supervisor state, where the core bumps it when
-    /// an entity leaves OPERATIONAL (`entity::watch::leaving`).
-    pub(super) version: RefCell<Rc<Cell<u64>>>,
     /// The set's id in its locality's `Local` (from its init on).
     pub(super) id: Cell<u32>,
     pub(super) index: Index<K, Live>,
@@ -70,16 +65,10 @@ impl<K> Shared<K> {
             ordered: Cell::new(false),
             epoch: Cell::new(now),
             stamp: Cell::new((now, 1)),
-            version: RefCell::default(),
             id: Cell::new(u32::MAX),
             index,
             uses,
         }
-    }
-
-    /// What an entity ref may have cached is stale now.
-    pub(super) fn invalidate(&self) {
-        super::local::bump(&self.version.borrow());
     }
 
     /// Stamps the entity at table index `idx` as used at `now`, if the

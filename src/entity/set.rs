@@ -336,7 +336,7 @@ where
         {
             Some((idx, live.dest))
         } else {
-            self.leaving(idx); // it is going on its own: hold for the next one
+            self.leaving(idx, core); // it is going on its own: hold for the next one
             None
         }
     }
@@ -355,7 +355,7 @@ where
         {
             Some(e.dest)
         } else {
-            self.leaving(idx); // it is going on its own: hold for the next one
+            self.leaving(idx, core); // it is going on its own: hold for the next one
             None
         }
     }
@@ -373,7 +373,7 @@ where
             self.used(idx, ctx);
         }
         if !deliver_now(ctx.core, ctx.me, dest, message) {
-            self.leaving(idx);
+            self.leaving(idx, ctx.core);
         }
     }
 
@@ -522,16 +522,14 @@ where
         super::watch::watching(ctx.core);
         // The locality's version: the core bumps it when an entity leaves
         // OPERATIONAL. The set is registered there for its refs' messages.
-        let version = Rc::clone(&ctx.core.entities.version);
         if let Some(sup) = ctx
             .core
             .actors
             .get_mut(ctx.me)
             .and_then(|c| c.supervisor.as_deref_mut())
         {
-            sup.leaving = Some(Rc::clone(&version));
+            sup.counts_leaving = true;
         }
-        *self.shared.version.borrow_mut() = version;
         let id = ctx.core.entities.register(ctx.address().key());
         self.shared.id.set(id);
         self.ordered = self.idle.is_some() || self.max_live.is_some();
@@ -553,7 +551,7 @@ where
         self.closing = true;
         self.shared.open.set(false);
         self.shared.direct.set(false);
-        self.shared.invalidate();
+        ctx.core.entities.bump(); // what entity refs cached is stale now
         let id = self.shared.id.replace(u32::MAX);
         if id != u32::MAX {
             super::local::unregister_later(ctx.core, id);

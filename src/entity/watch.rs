@@ -78,13 +78,13 @@ pub(crate) fn leaving(core: &Core, me: Key) {
     let Some(owner) = core.routes.address(key).map(|a| a.owner) else {
         return;
     };
-    if let Some(count) = core
+    if core
         .actors
         .get(owner)
         .and_then(|c| c.supervisor.as_deref())
-        .and_then(|s| s.leaving.as_ref())
+        .is_some_and(|s| s.counts_leaving)
     {
-        super::local::bump(count);
+        core.entities.bump();
     }
 }
 

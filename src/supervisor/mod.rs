@@ -205,9 +205,10 @@ pub(crate) struct SupervisorState {
     /// Its hooks that are the trait's defaults, found on their first call
     /// (`HOOK_INIT`, `HOOK_SHUTDOWN`): not called again.
     pub(crate) default_hooks: u8,
-    /// Bumped when one of its children here leaves OPERATIONAL (an entity
-    /// set's version, `entity::watch::leaving`); `None` for most.
-    pub(crate) leaving: Option<std::rc::Rc<std::cell::Cell<u64>>>,
+    /// The locality's entity version (`entity::Local::version`) moves when
+    /// one of its children here leaves OPERATIONAL (an entity set,
+    /// `entity::watch::leaving`); `false` for most.
+    pub(crate) counts_leaving: bool,
 }
 
 /// `Actor::on_child_init`, in [`SupervisorState::default_hooks`].
@@ -234,7 +235,7 @@ impl SupervisorState {
             held: BTreeSet::new(),
             registry: None,
             default_hooks: 0,
-            leaving: None,
+            counts_leaving: false,
         }
     }
 

@@ -194,21 +194,21 @@ where
 
     /// The entity at `idx` is shutting down on its own (or its handler
     /// panicked): what comes for it now waits for the next instance.
-    pub(super) fn leaving(&mut self, idx: u32) {
+    pub(super) fn leaving(&mut self, idx: u32, core: &Core) {
         let e = self.table.get_mut(idx);
         if e.phase == Phase::Live {
             e.phase = Phase::Stopping;
             self.stopping += 1;
             self.table.unlink(idx);
-            self.not_live(idx);
+            self.not_live(idx, core);
         }
     }
 
     /// The entity at `idx` is not live any more: routers and entity refs
     /// send to the set from now on.
-    pub(super) fn not_live(&mut self, idx: u32) {
+    pub(super) fn not_live(&mut self, idx: u32, core: &Core) {
         self.table.set_hot(idx, NOT_LIVE);
-        self.shared.invalidate();
+        core.entities.bump();
     }
 
     /// Shuts a live entity down through its supervisor (the set).
@@ -220,7 +220,7 @@ where
         };
         e.phase = Phase::Stopping;
         self.stopping += 1;
-        self.not_live(idx);
+        self.not_live(idx, ctx.core);
         self.stats.update(|s| s.passivated += 1);
         tracing::debug!(entity = %address, why, "passivating");
         let reason = Error::normal().with_context(format!("{address} passivated: {why}"));
@@ -365,7 +365,7 @@ where
             let fine = held.deliver(ctx.core, ctx.me, dest);
             self.delivered(id, dest);
             if !fine {
-                self.leaving(idx);
+                self.leaving(idx, ctx.core);
             }
         }
         self.arm_idle(ctx);
@@ -386,7 +386,7 @@ where
             return;
         };
         self.table.unlink(idx);
-        self.not_live(idx);
+        self.not_live(idx, ctx.core);
         let e = self.table.get_mut(idx);
         if e.phase == Phase::Stopping {
             self.stopping -= 1;
