@@ -1,0 +1,204 @@
+//! Who hears a message is decided when it is delivered, not when it is
+//! sent (as in rotor): every change to the routing table between a send and
+//! its delivery counts. Each test sends a `Note` from a handler and, in the
+//! same handler (so before the delivery), changes who is subscribed: a
+//! second subscriber, the only one removed or replaced, its record reused
+//! on another address, the address itself removed and its slot reused.
+//!
+//! These pin the guarantee for any delivery that would rather use a route
+//! found at the send (tried on 2026-11-24: `docs/benchmarks.md`, w1): such
+//! a route may be used only if nothing here changed it.
+
+mod common;
+
+use common::pubsub::Note;
+use common::{Clock, Log, root_on_l0};
+use commutator::{Actor, Address, Context, Stats, SubscriptionId};
+
+/// What the changer does after it sends a `Note` to `Step::to` (its main
+/// address, or its identity `old`) and before that is delivered.
+#[derive(Clone, Copy)]
+enum Change {
+    /// Subscribes a second handler to `Note` on its main address.
+    AddSecond,
+    /// Subscribes a second handler, then removes it again.
+    AddSecondAndRemoveIt,
+    /// Removes its only `Note` subscription.
+    Unsubscribe,
+    /// Removes its only `Note` subscription and subscribes another handler
+    /// to `Note` on its main address.
+    Replace,
+    /// Removes its only `Note` subscription and subscribes to `Note` on a
+    /// new identity (which takes the freed subscription record).
+    MoveToIdentity,
+    /// Removes the identity `old` (the `Note` went there), makes a new
+    /// identity (which takes the freed address slot) and subscribes to
+    /// `Note` on it.
+    ReplaceIdentity,
+    /// Makes its first `Note` subscription on its main address.
+    SubscribeFirst,
+}
+
+/// Told a `Step`, sends a `Note` and then changes the routing table.
+struct Changer {
+    log: Log,
+    /// Subscribe to `Note` on its main address in `init_start`.
+    subscribed: bool,
+    note_sub: Option<SubscriptionId>,
+    old: Option<Address>,
+}
+
+struct Step {
+    change: Change,
+    to_identity: bool,
+}
+
+impl Actor for Changer {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(Self::on_step);
+        if self.subscribed {
+            self.note_sub = Some(ctx.subscribe(Self::on_note));
+        }
+        let old = ctx.create_address("old").unwrap();
+        ctx.subscribe_on(
+            &old,
+            |me: &mut Self, note: &Note, _: &mut Context<'_, Self>| {
+                me.log.push(format!("old identity heard {}", note.0));
+            },
+        )
+        .unwrap();
+        self.old = Some(old);
+    }
+}
+
+impl Changer {
+    fn on_note(&mut self, note: &Note, _: &mut Context<'_, Self>) {
+        self.log.push(format!("first heard {}", note.0));
+    }
+
+    fn on_step(&mut self, step: &Step, ctx: &mut Context<'_, Self>) {
+        let to = match step.to_identity {
+            true => self.old.clone().unwrap(),
+            false => ctx.address().clone(),
+        };
+        ctx.send(&to, Note("x"));
+        let second = |me: &mut Self, note: &Note, _: &mut Context<'_, Self>| {
+            me.log.push(format!("second heard {}", note.0));
+        };
+        match step.change {
+            Change::AddSecond => {
+                ctx.subscribe(second);
+            }
+            Change::AddSecondAndRemoveIt => {
+                let id = ctx.subscribe(second);
+                ctx.unsubscribe(id).unwrap();
+            }
+            Change::Unsubscribe => ctx.unsubscribe(self.note_sub.take().unwrap()).unwrap(),
+            Change::Replace => {
+                ctx.unsubscribe(self.note_sub.take().unwrap()).unwrap();
+                ctx.subscribe(second);
+            }
+            Change::MoveToIdentity => {
+                ctx.unsubscribe(self.note_sub.take().unwrap()).unwrap();
+                let elsewhere = ctx.create_address("elsewhere").unwrap();
+                ctx.subscribe_on(
+                    &elsewhere,
+                    |me: &mut Self, note: &Note, _: &mut Context<'_, Self>| {
+                        me.log.push(format!("elsewhere heard {}", note.0));
+                    },
+                )
+                .unwrap();
+            }
+            Change::ReplaceIdentity => {
+                let old = self.old.take().unwrap();
+                ctx.remove_address(&old).unwrap();
+                let new = ctx.create_address("new").unwrap();
+                ctx.subscribe_on(
+                    &new,
+                    |me: &mut Self, note: &Note, _: &mut Context<'_, Self>| {
+                        me.log.push(format!("new identity heard {}", note.0));
+                    },
+                )
+                .unwrap();
+            }
+            Change::SubscribeFirst => {
+                self.note_sub = Some(ctx.subscribe(Self::on_note));
+            }
+        }
+    }
+}
+
+/// Runs one step on a fresh changer: what was heard, and the locality's
+/// counts from before the step to after it.
+fn run(change: Change, subscribed: bool, to_identity: bool) -> (Vec<String>, Stats, Stats) {
+    let clock = Clock::new();
+    let log = Log::new();
+    let (mut locality, root) = root_on_l0();
+    let changer = Changer {
+        log: log.clone(),
+        subscribed,
+        note_sub: None,
+        old: None,
+    };
+    let changer = locality.spawn(&root, changer).finish().unwrap();
+    locality.run_until_idle(clock.at(0));
+    let before = locality.stats();
+    let step = Step {
+        change,
+        to_identity,
+    };
+    locality.send(&changer, step).unwrap();
+    locality.run_until_idle(clock.at(0));
+    (log.lines(), before, locality.stats())
+}
+
+#[test]
+fn a_subscriber_added_between_send_and_delivery_hears_the_message_after_the_first() {
+    let (heard, before, after) = run(Change::AddSecond, true, false);
+    assert_eq!(heard, ["first heard x", "second heard x"]);
+    assert_eq!(
+        after.delivered - before.delivered,
+        2,
+        "the step and the note"
+    );
+}
+
+#[test]
+fn a_subscriber_added_and_removed_between_send_and_delivery_leaves_the_first_alone() {
+    let (heard, ..) = run(Change::AddSecondAndRemoveIt, true, false);
+    assert_eq!(heard, ["first heard x"]);
+}
+
+#[test]
+fn a_message_whose_only_subscriber_left_between_send_and_delivery_is_dropped() {
+    let (heard, before, after) = run(Change::Unsubscribe, true, false);
+    assert!(heard.is_empty(), "{heard:?}");
+    assert_eq!(after.dropped_unsubscribed - before.dropped_unsubscribed, 1);
+}
+
+#[test]
+fn a_subscriber_that_replaced_the_only_one_between_send_and_delivery_hears_the_message() {
+    let (heard, ..) = run(Change::Replace, true, false);
+    assert_eq!(heard, ["second heard x"]);
+}
+
+#[test]
+fn a_subscription_record_reused_on_another_address_does_not_take_the_message() {
+    let (heard, before, after) = run(Change::MoveToIdentity, true, false);
+    assert!(heard.is_empty(), "{heard:?}");
+    assert_eq!(after.dropped_unsubscribed - before.dropped_unsubscribed, 1);
+}
+
+#[test]
+fn a_message_to_an_address_removed_between_send_and_delivery_is_stale_even_if_its_slot_is_reused() {
+    let (heard, before, after) = run(Change::ReplaceIdentity, true, true);
+    assert!(heard.is_empty(), "{heard:?}");
+    assert_eq!(after.dropped_stale - before.dropped_stale, 1);
+}
+
+#[test]
+fn a_first_subscriber_made_between_send_and_delivery_hears_the_message() {
+    let (heard, before, after) = run(Change::SubscribeFirst, false, false);
+    assert_eq!(heard, ["first heard x"]);
+    assert_eq!(after.dropped_unsubscribed, before.dropped_unsubscribed);
+}
