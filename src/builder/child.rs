@@ -45,6 +45,7 @@ pub(super) fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> 
         address: Some(address.clone()),
         state: ChildState::Initializing,
         initializing: true,
+        stop_pending: false,
     });
     debug_assert_eq!(
         inserted, slot,
@@ -84,6 +85,7 @@ pub(super) fn add_child(
         address,
         state: ChildState::Initializing,
         initializing: true,
+        stop_pending: false,
     };
     let sup = crate::supervisor::sup_mut(core, parent).expect("checked by prepare");
     if let Some(supervision) = supervision {

@@ -175,6 +175,11 @@ pub(crate) struct ChildRecord {
     pub(crate) state: ChildState,
     /// `true` while the child has not confirmed its init.
     pub(crate) initializing: bool,
+    /// `true` from the supervisor's shutdown marking the child
+    /// `ShuttingDown` until it asks the child to stop
+    /// ([`shutdown_children`]): the records are the list of children to
+    /// stop, so that no list is made beside them.
+    pub(crate) stop_pending: bool,
 }
 
 impl ChildRecord {
@@ -376,7 +381,7 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     let Some(sup) = cell.supervisor.as_deref_mut() else {
         return;
     };
-    let mut to_stop = Vec::with_capacity(sup.children.len());
+    let mut to_stop = 0usize;
     let mut timers = Vec::new();
     // Once per supervisor: every child is visited, and the children still
     // initializing are counted again on the way (restarting ones are dropped).
@@ -392,8 +397,9 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
             }
             _ => {
                 record.state = ChildState::ShuttingDown;
-                if let Some(address) = &record.address {
-                    to_stop.push((slot, ChildId::of(address)));
+                if record.address.is_some() {
+                    record.stop_pending = true;
+                    to_stop += 1;
                 }
             }
         }
@@ -404,10 +410,33 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     for timer in timers {
         core.cancel_timer(timer);
     }
-    for (slot, child) in to_stop {
+    // The children marked above, asked in slot order. A record may go
+    // meanwhile (its child is gone) and a slot be reused by a new record
+    // (never marked): a child is asked once, only if its record is still
+    // the one marked.
+    let mut slot = 0;
+    while to_stop > 0 {
+        let Some((at, child)) = next_to_stop(core, me, slot) else {
+            return;
+        };
+        to_stop -= 1;
+        slot = at + 1;
         let reason = Error::new(ErrorCode::SupervisorShutdown);
-        stop_known_child(core, me, slot, child, reason, direct);
+        stop_known_child(core, me, at, child, reason, direct);
     }
+}
+
+/// The first child of supervisor `me` at `from` or after that its shutdown
+/// marked to be asked to stop: its slot and id, unmarked.
+#[inline]
+fn next_to_stop(core: &mut Core, me: Key, from: usize) -> Option<(usize, ChildId)> {
+    let sup = sup_mut(core, me)?;
+    let end = sup.children.capacity();
+    (from..end).find_map(|slot| {
+        let record = sup.children.get_mut(slot).filter(|r| r.stop_pending)?;
+        record.stop_pending = false;
+        record.address.as_ref().map(|a| (slot, ChildId::of(a)))
+    })
 }
 
 /// The address in the record of supervisor `me`'s child in `slot`.
