@@ -282,16 +282,46 @@ fn log_spawned(address: &Address) {
     tracing::debug!(actor = %address, "spawned");
 }
 
-/// `Init` for a freshly spawned actor `actor`, at its main `address`: a
-/// small queue entry per spawn (three words). The actor is found by its
-/// key, not through its address: a cell and its main address go together,
-/// and a gone cell's key finds nothing.
+/// `Init` for a freshly spawned actor `actor`: a queue entry of two words
+/// (a spawn in a burst queues thousands of them). The actor is found by
+/// its key; its main address's key, which the inspection line names, is
+/// read from its cell when the line is made.
 struct InitEnvelope {
-    address: Key,
     actor: Key,
 }
 
 impl Envelope<Core> for InitEnvelope {
+    fn deliver(self, core: &mut Core) {
+        if core.inspect.level >= 2 {
+            inspect_init(core, self.actor);
+        }
+        lifecycle::on_init(core, self.actor);
+    }
+}
+
+/// The inspection line of an [`InitEnvelope`]: its actor's main address,
+/// from the cell (`<locality>/?` if the actor went before its `Init`, as
+/// for any address gone unrecorded; an actor spawned while the level was 2
+/// or more carries its address key in an [`InspectedInit`]).
+#[cold]
+#[inline(never)]
+fn inspect_init(core: &mut Core, actor: Key) {
+    let address = core
+        .actors
+        .get(actor)
+        .map_or(Key::NONE, |cell| cell.address.key());
+    crate::inspect::step(core, "Init", None, None, address);
+}
+
+/// `Init` as queued while inspecting at level 2 or more: with the key of
+/// the actor's main address, so that its line names the address even if
+/// the actor is gone by then.
+struct InspectedInit {
+    address: Key,
+    actor: Key,
+}
+
+impl Envelope<Core> for InspectedInit {
     fn deliver(self, core: &mut Core) {
         crate::inspect::step(core, "Init", None, None, self.address);
         lifecycle::on_init(core, self.actor);
@@ -305,10 +335,18 @@ fn start_lifecycle(core: &mut Core, actor: Key, address: &Address) {
     if tracing::level_enabled!(tracing::Level::DEBUG) {
         log_spawned(address);
     }
-    core.enqueue(InitEnvelope {
-        address: address.key(),
-        actor,
-    });
+    if core.inspect.level >= 2 {
+        enqueue_inspected_init(core, actor, address.key());
+    } else {
+        core.enqueue(InitEnvelope { actor });
+    }
+}
+
+/// [`start_lifecycle`]'s `Init` while inspecting (out of line: seldom).
+#[cold]
+#[inline(never)]
+fn enqueue_inspected_init(core: &mut Core, actor: Key, address: Key) {
+    core.enqueue(InspectedInit { address, actor });
 }
 
 /// A factory that other threads may call: the actor is made where it lives.

@@ -324,6 +324,7 @@ fn lifecycle_timer(core: &mut Core, me: Key, timer: Option<(std::time::Duration,
     }
 }
 
+#[inline(always)]
 pub(crate) fn on_init(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
