@@ -414,7 +414,10 @@ where
 pub(crate) struct ActorCell {
     /// The actor (shared with its handlers).
     pub(crate) actor: Rc<dyn ActorObject>,
-    pub(crate) address: Address,
+    /// The key of its main address: the address itself is kept in the
+    /// routing table's slot (`AddressInfo`), which lives as long as the
+    /// cell (both go in `finish_removal`), so the cell keeps no copy of it.
+    pub(crate) main: Key,
     /// Its supervisor (`None` for a root); see [`ActorCell::parent`].
     pub(crate) parent: Option<CellParent>,
     pub(crate) supervisor: Option<Box<SupervisorState>>,
@@ -478,9 +481,11 @@ impl ActorCell {
         self.rare.as_deref().map(|r| r.config).unwrap_or_default()
     }
 
-    /// The actor's name (as in its address).
-    pub(crate) fn name(&self) -> &str {
-        self.address.actor_name()
+    /// Its main address's id across localities (a cell's main address is
+    /// on the cell's locality, `locality`).
+    #[inline(always)]
+    pub(crate) fn child_id(&self, locality: u32) -> crate::supervisor::ChildId {
+        crate::supervisor::ChildId::new(locality, self.main)
     }
 }
 

@@ -227,12 +227,14 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// The actor's main address.
     pub fn address(&self) -> &Address {
-        &self.cell().address
+        self.core
+            .address_of(self.me)
+            .expect("a running actor has its main address")
     }
 
     /// The actor's name (as given to the builder, or its type name).
     pub fn name(&self) -> &str {
-        self.cell().name()
+        self.address().actor_name()
     }
 
     /// The actor's lifecycle state.
@@ -281,7 +283,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if self.ignored("subscribe") {
             return SubscriptionId::NONE;
         }
-        let address = self.cell().address.key();
+        let address = self.cell().main;
         self.subscribe_key(address, handler)
             .expect("an actor's own main address is live while it runs")
     }

@@ -118,8 +118,8 @@ fn actor_name(core: &Core, actor: Key) -> String {
     if actor == Key::FRAMEWORK {
         return "framework".to_string();
     }
-    match core.actors.get(actor) {
-        Some(cell) => cell.address.to_string(),
+    match core.address_of(actor) {
+        Some(address) => address.to_string(),
         None => "gone".to_string(),
     }
 }
@@ -128,8 +128,8 @@ fn actor_label(core: &Core, actor: Key) -> String {
     if actor.is_none() {
         return "a subscriber on another locality".to_string();
     }
-    match core.actors.get(actor) {
-        Some(cell) => format!("{}#{}", cell.name(), cell.address.seq()),
+    match core.address_of(actor) {
+        Some(address) => format!("{}#{}", address.actor_name(), address.seq()),
         None => "gone".to_string(),
     }
 }

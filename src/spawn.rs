@@ -154,9 +154,9 @@ fn spawn_from<A: Actor>(
     // What its type's hooks are known to be, so that a known default is
     // skipped from the first hook on without asking the type.
     let hooks = known_hooks(core.type_names.hook_index(TypeId::of::<A>()), extras);
-    let (me, address) = insert_cell(core, reserved, name, seq, |address| ActorCell {
+    let (me, address) = insert_cell(core, reserved, name, seq, |main| ActorCell {
         actor: Rc::new(RefCell::new(boxed)),
-        address,
+        main,
         parent,
         supervisor,
         reason: None,
@@ -188,16 +188,16 @@ fn spawn_from<A: Actor>(
     Ok(address)
 }
 
-/// Adds a cell (made by `cell` with its address) and its main address (at
-/// `reserved`, or a new one with `name` and number `seq`); its key and
-/// address.
+/// Adds a cell (made by `cell` with its main address's key) and its main
+/// address (at `reserved`, or a new one with `name` and number `seq`); its
+/// key and address (the routing slot keeps the address, the cell its key).
 #[inline]
 fn insert_cell(
     core: &mut Core,
     reserved: Option<Address>,
     name: std::result::Result<crate::names::NameId, Cow<'static, str>>,
     seq: u64,
-    cell: impl FnOnce(Address) -> ActorCell,
+    cell: impl FnOnce(Key) -> ActorCell,
 ) -> (Key, Address) {
     let Core {
         actors,
@@ -208,28 +208,25 @@ fn insert_cell(
     } = core;
     let mut made = None;
     let me = actors.insert_with(|me| {
-        match reserved {
+        let main = match reserved {
             Some(address) => {
+                let key = address.key();
                 made = Some(address.clone());
-                let added =
-                    routes.add_far_address(address.key(), AddressInfo { owner: me, address });
+                let added = routes.add_far_address(key, AddressInfo { owner: me, address });
                 debug_assert!(added, "checked above");
+                key
             }
-            None => {
-                routes.add_address(|key| {
-                    let address = match name {
-                        Ok(id) => Address::interned(shared.clone(), key, id, seq),
-                        Err(Cow::Owned(name)) => {
-                            Address::owned_name(labels, shared, key, name, seq)
-                        }
-                        Err(name) => Address::new(shared.clone(), key, name, seq, None),
-                    };
-                    made = Some(address.clone());
-                    AddressInfo { owner: me, address }
-                });
-            }
-        }
-        cell(made.clone().expect("made by add_address"))
+            None => routes.add_address(|key| {
+                let address = match name {
+                    Ok(id) => Address::interned(shared.clone(), key, id, seq),
+                    Err(Cow::Owned(name)) => Address::owned_name(labels, shared, key, name, seq),
+                    Err(name) => Address::new(shared.clone(), key, name, seq, None),
+                };
+                made = Some(address.clone());
+                AddressInfo { owner: me, address }
+            }),
+        };
+        cell(main)
     });
     (me, made.expect("made by add_address"))
 }
@@ -260,9 +257,9 @@ pub(crate) fn spawn_plain<A: Actor>(
         actor,
         extras: None,
     };
-    let (me, address) = insert_cell(core, None, name, seq, |address| ActorCell {
+    let (me, address) = insert_cell(core, None, name, seq, |main| ActorCell {
         actor: Rc::new(RefCell::new(boxed)),
-        address,
+        main,
         parent,
         supervisor: None,
         reason: None,
@@ -306,10 +303,7 @@ impl Envelope<Core> for InitEnvelope {
 #[cold]
 #[inline(never)]
 fn inspect_init(core: &mut Core, actor: Key) {
-    let address = core
-        .actors
-        .get(actor)
-        .map_or(Key::NONE, |cell| cell.address.key());
+    let address = core.actors.get(actor).map_or(Key::NONE, |cell| cell.main);
     crate::inspect::step(core, "Init", None, None, address);
 }
 

@@ -135,6 +135,24 @@ impl Core {
         }
     }
 
+    /// The main address of actor `me`, if it is here (kept in its routing
+    /// slot, not in its cell).
+    #[inline]
+    pub(crate) fn address_of(&self, me: Key) -> Option<&Address> {
+        let main = self.actors.get(me)?.main;
+        self.routes.address(main).map(|info| &info.address)
+    }
+
+    /// The main address of `cell`, an actor of this locality (`None` only
+    /// once its slot is gone, in its removal).
+    #[inline]
+    pub(crate) fn main_address<'a>(
+        routes: &'a Routes<AddressInfo, BoxedHandler>,
+        cell: &ActorCell,
+    ) -> Option<&'a Address> {
+        routes.address(cell.main).map(|info| &info.address)
+    }
+
     #[inline]
     pub(crate) fn id(&self) -> u32 {
         self.id
@@ -339,11 +357,13 @@ impl Core {
     }
 
     pub(crate) fn create_identity(&mut self, me: Key, label: Cow<'static, str>) -> Address {
-        let cell = self.actors.get(me).expect("a running actor has its cell");
-        let owner = &cell.address;
+        let owner = self
+            .address_of(me)
+            .expect("a running actor has its main address")
+            .clone();
         let key = self.routes.add_address(|key| AddressInfo {
             owner: Key::NONE,
-            address: Address::identity_of(owner, key, label),
+            address: Address::identity_of(&owner, key, label),
         });
         let address = self
             .routes
@@ -416,10 +436,14 @@ impl Core {
     pub(super) fn abandon(&mut self, error: &Error) {
         let mut notes = Vec::new();
         for cell in self.actors.values() {
+            // A live actor's main address is in its slot.
+            let Some(main) = Self::main_address(&self.routes, cell) else {
+                continue;
+            };
             if let Some(crate::actor::Parent::Remote(address, slot)) = cell.parent() {
                 let down = lifecycle::SystemMsg::ChildDown {
                     slot,
-                    child: crate::supervisor::ChildId::of(&cell.address),
+                    child: crate::supervisor::ChildId::of(main),
                     reason: error.clone(),
                     restart: false,
                 };
@@ -447,19 +471,19 @@ impl Core {
                     notes.push((
                         client.clone(),
                         lifecycle::SystemMsg::UnlinkRequest {
-                            server: Box::new(cell.address.clone()),
+                            server: Box::new(main.clone()),
                             client: Box::new(client.clone()),
                         },
                     ));
                 }
             }
-            crate::plugin::watch::abandon(self.id(), cell, error, &mut notes);
+            crate::plugin::watch::abandon(self.id(), cell, main, error, &mut notes);
             for server in cell.plugins_ref().into_iter().flat_map(|p| &p.servers) {
                 if server.locality_id() != self.id() {
                     notes.push((
                         server.clone(),
                         lifecycle::SystemMsg::UnlinkNotify {
-                            client: cell.address.clone(),
+                            client: main.clone(),
                         },
                     ));
                 }

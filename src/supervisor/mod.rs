@@ -160,6 +160,12 @@ impl ChildId {
         (self.locality == locality).then_some(self.key)
     }
 
+    /// The child at address key `key` of locality `locality`.
+    #[inline(always)]
+    pub(crate) fn new(locality: u32, key: Key) -> ChildId {
+        ChildId { locality, key }
+    }
+
     pub(crate) fn of(address: &Address) -> ChildId {
         ChildId {
             locality: address.locality_id(),
@@ -484,7 +490,7 @@ fn stop_known_child(
     if core.send_system(&address, SystemMsg::ShutdownRequest { reason }) {
         return;
     }
-    let Some(dest) = core.actors.get(me).map(|cell| cell.address.key()) else {
+    let Some(dest) = core.actors.get(me).map(|cell| cell.main) else {
         return;
     };
     let lost = Error::new(ErrorCode::LocalityLost).with_context(address.locality().name.clone());
