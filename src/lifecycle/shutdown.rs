@@ -101,7 +101,6 @@ fn shutdown_request(
     if before >= ActorState::ShuttingDown {
         return Ok(());
     }
-    cell.reason = Some(reason);
     let hooks = cell.hooks;
     let timer = cell.rare.as_deref().map(|r| {
         let after = r.config.shutdown_timeout;
@@ -122,10 +121,12 @@ fn shutdown_request(
         {
             set_cell_state(&core.routes, cell, ActorState::ShutDown);
             let main = cell.main;
-            finish_removal(core, me, main, sup);
+            finish_removal(core, me, main, sup, reason);
             return Ok(());
         }
     }
+    // Kept until the actor is gone (its hooks may ask for it).
+    cell.reason = Some(Box::new(reason));
     if before == ActorState::Operational && core.child_watch {
         // Its supervisor here may count it (an entity set's version).
         crate::entity::watch::leaving(core, me);
@@ -133,7 +134,10 @@ fn shutdown_request(
     if let Some(timer) = timer
         && enter(core, me, ActorState::ShuttingDown, timer)
     {
-        let reason = core.actors.get(me).and_then(|c| c.reason.clone());
+        let reason = core
+            .actors
+            .get(me)
+            .and_then(|c| c.reason.as_deref().cloned());
         let event = LifecycleEvent::ShuttingDown(reason.unwrap_or_else(Error::normal));
         watch::notify(core, me, event);
     }
@@ -198,7 +202,12 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     if (call_hook_known(core, me, Hook::ShutdownFinish, hooks) || rare) && !finish_rare(core, me) {
         return;
     }
-    finish_removal(core, me, main, Key::NONE);
+    // Its reason, kept in the cell until its hooks are done.
+    let Some(reason) = core.actors.get_mut(me).map(|cell| cell.reason.take()) else {
+        return;
+    };
+    let reason = reason.map_or_else(Error::normal, |reason| *reason);
+    finish_removal(core, me, main, Key::NONE, reason);
 }
 
 /// What an actor with a rare part (or whose `shutdown_finish` ran) may
@@ -228,8 +237,9 @@ fn finish_rare(core: &mut Core, me: Key) -> bool {
 /// The end of actor `me` (SHUT_DOWN, its hooks done) at its `main`
 /// address: the address and the cell go, `should_restart` and its `Drop`
 /// run, and its supervisor hears of it (`sup`: the supervisor's key, if
-/// the caller knows it, else `Key::NONE`).
-fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key) {
+/// the caller knows it, else `Key::NONE`), with `reason` (taken out of
+/// its cell, if it was kept there).
+fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key, reason: Error) {
     // Its timers and requests are listed by its slot in their sets.
     end_timers_and_requests(core, me);
     // An address without subscriptions (most), when nothing remembers
@@ -258,7 +268,6 @@ fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key) {
         link::notify_servers(core, &address, plugins);
         core.io.borrow_mut().forget(plugins.io.iter().copied());
     }
-    let reason = cell.reason.take().unwrap_or_else(Error::normal);
     watch::finished(core, cell, &address, &reason);
     let (parent, child, leaf) = (
         cell.take_parent(),
