@@ -416,33 +416,56 @@ pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
     for timer in timers {
         core.cancel_timer(timer);
     }
-    // The children marked above, asked in slot order. A record may go
-    // meanwhile (its child is gone) and a slot be reused by a new record
-    // (never marked): a child is asked once, only if its record is still
-    // the one marked.
-    let mut slot = 0;
+    // The children marked above, asked in slot order, a batch at a time
+    // (read with one look at the supervisor). A record may go meanwhile
+    // (its child is gone) and a slot be reused by a new record (never
+    // marked): a child is asked once, as the caller read it (as before,
+    // when every id was read first).
+    let mut from = 0;
+    let mut batch = [(0, ChildId::new(0, Key::NONE)); STOP_BATCH];
     while to_stop > 0 {
-        let Some((at, child)) = next_to_stop(core, me, slot) else {
+        let n = next_to_stop(core, me, &mut from, &mut batch);
+        if n == 0 {
             return;
-        };
-        to_stop -= 1;
-        slot = at + 1;
-        let reason = Error::new(ErrorCode::SupervisorShutdown);
-        stop_known_child(core, me, at, child, reason, direct);
+        }
+        to_stop = to_stop.saturating_sub(n);
+        for &(slot, child) in &batch[..n] {
+            let reason = Error::new(ErrorCode::SupervisorShutdown);
+            stop_known_child(core, me, slot, child, reason, direct);
+        }
     }
 }
 
-/// The first child of supervisor `me` at `from` or after that its shutdown
-/// marked to be asked to stop: its slot and id, unmarked.
+/// How many children [`shutdown_children`] reads at a time.
+const STOP_BATCH: usize = 32;
+
+/// Fills `batch` with the next children of supervisor `me`, from slot
+/// `from` on, that its shutdown marked to be asked to stop (their slots
+/// and ids, unmarked); how many. `from` moves past the last one read.
 #[inline]
-fn next_to_stop(core: &mut Core, me: Key, from: usize) -> Option<(usize, ChildId)> {
-    let sup = sup_mut(core, me)?;
+fn next_to_stop(
+    core: &mut Core,
+    me: Key,
+    from: &mut usize,
+    batch: &mut [(usize, ChildId); STOP_BATCH],
+) -> usize {
+    let Some(sup) = sup_mut(core, me) else {
+        return 0;
+    };
     let end = sup.children.capacity();
-    (from..end).find_map(|slot| {
-        let record = sup.children.get_mut(slot).filter(|r| r.stop_pending)?;
-        record.stop_pending = false;
-        record.address.as_ref().map(|a| (slot, ChildId::of(a)))
-    })
+    let mut n = 0;
+    while n < STOP_BATCH && *from < end {
+        let slot = *from;
+        *from += 1;
+        if let Some(record) = sup.children.get_mut(slot).filter(|r| r.stop_pending) {
+            record.stop_pending = false;
+            if let Some(address) = &record.address {
+                batch[n] = (slot, ChildId::of(address));
+                n += 1;
+            }
+        }
+    }
+    n
 }
 
 /// The address in the record of supervisor `me`'s child in `slot`.
