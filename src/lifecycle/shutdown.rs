@@ -125,8 +125,9 @@ fn shutdown_request(
             return Ok(());
         }
     }
-    // Kept until the actor is gone (its hooks may ask for it).
-    cell.reason = Some(Box::new(reason));
+    // Kept until the actor is gone (its hooks may ask for it), in its
+    // rare part: a plain leaf that goes at once never keeps it.
+    cell.rare().reason = Some(reason);
     if before == ActorState::Operational && core.child_watch {
         // Its supervisor here may count it (an entity set's version).
         crate::entity::watch::leaving(core, me);
@@ -137,7 +138,7 @@ fn shutdown_request(
         let reason = core
             .actors
             .get(me)
-            .and_then(|c| c.reason.as_deref().cloned());
+            .and_then(|c| c.shutdown_reason().cloned());
         let event = LifecycleEvent::ShuttingDown(reason.unwrap_or_else(Error::normal));
         watch::notify(core, me, event);
     }
@@ -203,10 +204,11 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         return;
     }
     // Its reason, kept in the cell until its hooks are done.
-    let Some(reason) = core.actors.get_mut(me).map(|cell| cell.reason.take()) else {
+    let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let reason = reason.map_or_else(Error::normal, |reason| *reason);
+    let reason = cell.rare.as_deref_mut().and_then(|r| r.reason.take());
+    let reason = reason.unwrap_or_else(Error::normal);
     finish_removal(core, me, main, Key::NONE, reason);
 }
 
