@@ -447,10 +447,7 @@ pub(crate) struct Rare {
     pub(crate) foreign_subscriptions: SmallVec<[Key; 1]>,
     /// A failure reported while initializing, acted on by the next init vote.
     pub(crate) init_failure: Option<Error>,
-    /// Why the actor is shutting down, from its shutdown's start (kept
-    /// here, not in the cell, so that the cell is 64 bytes: a plain leaf
-    /// that goes at once hands its reason on without keeping it).
-    pub(crate) reason: Option<Error>,
+
     /// State of the built-in plugins.
     pub(crate) plugins: PluginState,
     /// The link to a supervisor on another locality (`CellParent`).
@@ -476,12 +473,6 @@ impl ActorCell {
     /// The built-in plugins' state, if any was made.
     pub(crate) fn plugins_mut(&mut self) -> Option<&mut PluginState> {
         self.rare.as_deref_mut().map(|r| &mut r.plugins)
-    }
-
-    /// Why the actor is shutting down, if it keeps a reason (from its
-    /// shutdown's start, unless it went at once).
-    pub(crate) fn shutdown_reason(&self) -> Option<&Error> {
-        self.rare.as_deref().and_then(|r| r.reason.as_ref())
     }
 
     /// The actor's timeouts.

@@ -245,7 +245,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Why the actor is shutting down: `Some` from its `shutdown_start`
     /// on (and in `shutdown_finish`), `None` before.
     pub fn shutdown_reason(&self) -> Option<&Error> {
-        self.cell().shutdown_reason()
+        self.core.reasons.get(&self.me)
     }
 
     /// The locality's clock: the latest `now` given to

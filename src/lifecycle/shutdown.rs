@@ -110,10 +110,10 @@ fn shutdown_request(
         // No timeout, no watchers: only the state changes.
         set_cell_state(&core.routes, cell, ActorState::ShuttingDown);
         // A plain leaf (no plugin state, no children, no user plugins)
-        // whose shutdown hooks are known defaults, and that no entity set
-        // counts: nothing runs before it finishes, its votes are all ready.
+        // whose shutdown hooks are known defaults: nothing runs before it
+        // finishes, its votes are all ready (an entity set that counts its
+        // children leaving OPERATIONAL hears of it first).
         if cell.supervisor.is_none()
-            && !(before == ActorState::Operational && core.child_watch)
             && (direct || !cell.actor.busy())
             && (before < ActorState::Initializing
                 || skips(&core.type_names, Hook::ShutdownStart, hooks))
@@ -121,13 +121,16 @@ fn shutdown_request(
         {
             set_cell_state(&core.routes, cell, ActorState::ShutDown);
             let main = cell.main;
+            if before == ActorState::Operational && core.child_watch {
+                crate::entity::watch::leaving(core, me);
+            }
             finish_removal(core, me, main, sup, reason);
             return Ok(());
         }
     }
-    // Kept until the actor is gone (its hooks may ask for it), in its
-    // rare part: a plain leaf that goes at once never keeps it.
-    cell.rare().reason = Some(reason);
+    // Kept until the actor is gone (its hooks may ask for it), beside the
+    // cells: a plain leaf that goes at once never keeps it.
+    core.reasons.insert(me, reason);
     if before == ActorState::Operational && core.child_watch {
         // Its supervisor here may count it (an entity set's version).
         crate::entity::watch::leaving(core, me);
@@ -135,10 +138,7 @@ fn shutdown_request(
     if let Some(timer) = timer
         && enter(core, me, ActorState::ShuttingDown, timer)
     {
-        let reason = core
-            .actors
-            .get(me)
-            .and_then(|c| c.shutdown_reason().cloned());
+        let reason = core.actors.get(me).and(core.reasons.get(&me).cloned());
         let event = LifecycleEvent::ShuttingDown(reason.unwrap_or_else(Error::normal));
         watch::notify(core, me, event);
     }
@@ -203,12 +203,8 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     if (call_hook_known(core, me, Hook::ShutdownFinish, hooks) || rare) && !finish_rare(core, me) {
         return;
     }
-    // Its reason, kept in the cell until its hooks are done.
-    let Some(cell) = core.actors.get_mut(me) else {
-        return;
-    };
-    let reason = cell.rare.as_deref_mut().and_then(|r| r.reason.take());
-    let reason = reason.unwrap_or_else(Error::normal);
+    // Its reason, kept beside the cells until its hooks are done.
+    let reason = core.reasons.remove(&me).unwrap_or_else(Error::normal);
     finish_removal(core, me, main, Key::NONE, reason);
 }
 

@@ -5,7 +5,7 @@ use super::fire::TimerAction;
 use super::shared::{LocalityShared, Outbox, Remote};
 use crate::actor::ActorCell;
 use crate::address::Address;
-use crate::arena::{Arena, Key, remove_key};
+use crate::arena::{Arena, Key, KeyMap, remove_key};
 use crate::error::Error;
 use crate::inspect::Inspect;
 use crate::io::{IoTable, SharedIo};
@@ -33,6 +33,10 @@ pub(crate) struct Core {
     /// `false` until the first `dispatch` sets the clock.
     pub(super) clock_set: bool,
     pub(crate) actors: Arena<ActorCell>,
+    /// Why each actor that is shutting down (and did not go at once)
+    /// shuts down, by actor: kept beside the cells, not in them, so that a
+    /// cell is 64 bytes (`lifecycle::shutdown`).
+    pub(crate) reasons: KeyMap<Error>,
     /// Addresses and subscriptions.
     pub(crate) routes: Routes<AddressInfo, BoxedHandler>,
     /// Pending requests: each is a timeout carrying the request.
@@ -109,6 +113,7 @@ impl Core {
             epoch: now,
             clock_set: false,
             actors: Arena::default(),
+            reasons: KeyMap::default(),
             routes: Routes::default(),
             requests: Timers::default(),
             payloads: Payloads::default(),
