@@ -21,6 +21,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 mod hooks;
+mod main_address;
 mod panics;
 mod parent;
 

@@ -284,6 +284,40 @@ pub(crate) fn system(core: &mut Core, dest: Key, msg: &SystemMsg) {
     line(core, msg.name(), detail, child, dest);
 }
 
+/// The inspection line of a spawned actor's `Init` (`spawn::InitEnvelope`):
+/// its main address, from the cell (`<locality>/?` if the actor went before
+/// its `Init`, as for any address gone unrecorded; an actor spawned while
+/// the level was 2 or more carries its address key in an [`InspectedInit`]).
+#[cold]
+#[inline(never)]
+pub(crate) fn init_line(core: &mut Core, actor: Key) {
+    let address = core.actors.get(actor).map_or(Key::NONE, |cell| cell.main);
+    step(core, "Init", None, None, address);
+}
+
+/// `Init` as queued while inspecting at level 2 or more: with the key of
+/// the actor's main address, so that its line names the address even if
+/// the actor is gone by then.
+struct InspectedInit {
+    address: Key,
+    actor: Key,
+}
+
+impl crate::queue::Envelope<Core> for InspectedInit {
+    fn deliver(self, core: &mut Core) {
+        step(core, "Init", None, None, self.address);
+        crate::lifecycle::on_init(core, self.actor);
+    }
+}
+
+/// A spawned actor's `Init` while inspecting at level 2 or more (out of
+/// line: seldom).
+#[cold]
+#[inline(never)]
+pub(crate) fn enqueue_inspected_init(core: &mut Core, actor: Key, address: Key) {
+    core.enqueue(InspectedInit { address, actor });
+}
+
 /// A lifecycle step between an actor and its supervisor on the same
 /// locality, taken by a direct call instead of a message (level 2): shown
 /// as the message it stands for, when it happens. `child` and `dest` are

@@ -288,34 +288,8 @@ struct InitEnvelope {
 impl Envelope<Core> for InitEnvelope {
     fn deliver(self, core: &mut Core) {
         if core.inspect.level >= 2 {
-            inspect_init(core, self.actor);
+            crate::inspect::init_line(core, self.actor);
         }
-        lifecycle::on_init(core, self.actor);
-    }
-}
-
-/// The inspection line of an [`InitEnvelope`]: its actor's main address,
-/// from the cell (`<locality>/?` if the actor went before its `Init`, as
-/// for any address gone unrecorded; an actor spawned while the level was 2
-/// or more carries its address key in an [`InspectedInit`]).
-#[cold]
-#[inline(never)]
-fn inspect_init(core: &mut Core, actor: Key) {
-    let address = core.actors.get(actor).map_or(Key::NONE, |cell| cell.main);
-    crate::inspect::step(core, "Init", None, None, address);
-}
-
-/// `Init` as queued while inspecting at level 2 or more: with the key of
-/// the actor's main address, so that its line names the address even if
-/// the actor is gone by then.
-struct InspectedInit {
-    address: Key,
-    actor: Key,
-}
-
-impl Envelope<Core> for InspectedInit {
-    fn deliver(self, core: &mut Core) {
-        crate::inspect::step(core, "Init", None, None, self.address);
         lifecycle::on_init(core, self.actor);
     }
 }
@@ -328,17 +302,10 @@ fn start_lifecycle(core: &mut Core, actor: Key, address: &Address) {
         log_spawned(address);
     }
     if core.inspect.level >= 2 {
-        enqueue_inspected_init(core, actor, address.key());
+        crate::inspect::enqueue_inspected_init(core, actor, address.key());
     } else {
         core.enqueue(InitEnvelope { actor });
     }
-}
-
-/// [`start_lifecycle`]'s `Init` while inspecting (out of line: seldom).
-#[cold]
-#[inline(never)]
-fn enqueue_inspected_init(core: &mut Core, actor: Key, address: Key) {
-    core.enqueue(InspectedInit { address, actor });
 }
 
 /// A factory that other threads may call: the actor is made where it lives.

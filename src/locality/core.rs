@@ -140,24 +140,6 @@ impl Core {
         }
     }
 
-    /// The main address of actor `me`, if it is here (kept in its routing
-    /// slot, not in its cell).
-    #[inline]
-    pub(crate) fn address_of(&self, me: Key) -> Option<&Address> {
-        let main = self.actors.get(me)?.main;
-        self.routes.address(main).map(|info| &info.address)
-    }
-
-    /// The main address of `cell`, an actor of this locality (`None` only
-    /// once its slot is gone, in its removal).
-    #[inline]
-    pub(crate) fn main_address<'a>(
-        routes: &'a Routes<AddressInfo, BoxedHandler>,
-        cell: &ActorCell,
-    ) -> Option<&'a Address> {
-        routes.address(cell.main).map(|info| &info.address)
-    }
-
     #[inline]
     pub(crate) fn id(&self) -> u32 {
         self.id
