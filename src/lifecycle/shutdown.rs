@@ -205,6 +205,10 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     }
     // Its reason, kept beside the cells until its hooks are done.
     let reason = core.reasons.remove(&me).unwrap_or_else(Error::normal);
+    if core.reasons.is_empty() && core.reasons.capacity() > 64 {
+        // A burst of shutdowns is over: the map gives its room back.
+        core.reasons = Default::default();
+    }
     finish_removal(core, me, main, Key::NONE, reason);
 }
 
