@@ -21,6 +21,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 mod hooks;
+mod main_address;
 mod panics;
 mod parent;
 
@@ -414,12 +415,13 @@ where
 pub(crate) struct ActorCell {
     /// The actor (shared with its handlers).
     pub(crate) actor: Rc<dyn ActorObject>,
-    pub(crate) address: Address,
+    /// The key of its main address: the address itself is kept in the
+    /// routing table's slot (`AddressInfo`), which lives as long as the
+    /// cell (both go in `finish_removal`), so the cell keeps no copy of it.
+    pub(crate) main: Key,
     /// Its supervisor (`None` for a root); see [`ActorCell::parent`].
     pub(crate) parent: Option<CellParent>,
     pub(crate) supervisor: Option<Box<SupervisorState>>,
-    /// Why the actor is shutting down.
-    pub(crate) reason: Option<Error>,
     /// The registry this actor uses (inherited from its supervisor: the
     /// same `Rc`, so that the cell keeps a pointer, not an address).
     pub(crate) registry: Option<Rc<Address>>,
@@ -446,6 +448,7 @@ pub(crate) struct Rare {
     pub(crate) foreign_subscriptions: SmallVec<[Key; 1]>,
     /// A failure reported while initializing, acted on by the next init vote.
     pub(crate) init_failure: Option<Error>,
+
     /// State of the built-in plugins.
     pub(crate) plugins: PluginState,
     /// The link to a supervisor on another locality (`CellParent`).
@@ -478,9 +481,11 @@ impl ActorCell {
         self.rare.as_deref().map(|r| r.config).unwrap_or_default()
     }
 
-    /// The actor's name (as in its address).
-    pub(crate) fn name(&self) -> &str {
-        self.address.actor_name()
+    /// Its main address's id across localities (a cell's main address is
+    /// on the cell's locality, `locality`).
+    #[inline(always)]
+    pub(crate) fn child_id(&self, locality: u32) -> crate::supervisor::ChildId {
+        crate::supervisor::ChildId::new(locality, self.main)
     }
 }
 

@@ -58,6 +58,32 @@ impl fmt::Debug for Key {
     }
 }
 
+/// A map by [`Key`], hashed by a multiply and a rotate per word (keys are
+/// the crate's own, never an attacker's: no need for SipHash's cost).
+pub(crate) type KeyMap<V> =
+    std::collections::HashMap<Key, V, std::hash::BuildHasherDefault<KeyHasher>>;
+
+/// The hasher of [`KeyMap`] (FxHash's step).
+#[derive(Default)]
+pub(crate) struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u32(u32::from(b));
+        }
+    }
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(n)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 struct Entry<T> {
     generation: u32,
     value: T,

@@ -227,12 +227,14 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// The actor's main address.
     pub fn address(&self) -> &Address {
-        &self.cell().address
+        self.core
+            .address_of(self.me)
+            .expect("a running actor has its main address")
     }
 
     /// The actor's name (as given to the builder, or its type name).
     pub fn name(&self) -> &str {
-        self.cell().name()
+        self.address().actor_name()
     }
 
     /// The actor's lifecycle state.
@@ -243,7 +245,7 @@ impl<'a, A: Actor> Context<'a, A> {
     /// Why the actor is shutting down: `Some` from its `shutdown_start`
     /// on (and in `shutdown_finish`), `None` before.
     pub fn shutdown_reason(&self) -> Option<&Error> {
-        self.cell().reason.as_ref()
+        self.core.reasons.get(&self.me)
     }
 
     /// The locality's clock: the latest `now` given to
@@ -281,7 +283,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if self.ignored("subscribe") {
             return SubscriptionId::NONE;
         }
-        let address = self.cell().address.key();
+        let address = self.cell().main;
         self.subscribe_key(address, handler)
             .expect("an actor's own main address is live while it runs")
     }

@@ -118,8 +118,8 @@ fn actor_name(core: &Core, actor: Key) -> String {
     if actor == Key::FRAMEWORK {
         return "framework".to_string();
     }
-    match core.actors.get(actor) {
-        Some(cell) => cell.address.to_string(),
+    match core.address_of(actor) {
+        Some(address) => address.to_string(),
         None => "gone".to_string(),
     }
 }
@@ -128,8 +128,8 @@ fn actor_label(core: &Core, actor: Key) -> String {
     if actor.is_none() {
         return "a subscriber on another locality".to_string();
     }
-    match core.actors.get(actor) {
-        Some(cell) => format!("{}#{}", cell.name(), cell.address.seq()),
+    match core.address_of(actor) {
+        Some(address) => format!("{}#{}", address.actor_name(), address.seq()),
         None => "gone".to_string(),
     }
 }
@@ -282,6 +282,40 @@ pub(crate) fn system(core: &mut Core, dest: Key, msg: &SystemMsg) {
     };
     let child = child.and_then(|c| c.local_key(core.id()));
     line(core, msg.name(), detail, child, dest);
+}
+
+/// The inspection line of a spawned actor's `Init` (`spawn::InitEnvelope`):
+/// its main address, from the cell (`<locality>/?` if the actor went before
+/// its `Init`, as for any address gone unrecorded; an actor spawned while
+/// the level was 2 or more carries its address key in an [`InspectedInit`]).
+#[cold]
+#[inline(never)]
+pub(crate) fn init_line(core: &mut Core, actor: Key) {
+    let address = core.actors.get(actor).map_or(Key::NONE, |cell| cell.main);
+    step(core, "Init", None, None, address);
+}
+
+/// `Init` as queued while inspecting at level 2 or more: with the key of
+/// the actor's main address, so that its line names the address even if
+/// the actor is gone by then.
+struct InspectedInit {
+    address: Key,
+    actor: Key,
+}
+
+impl crate::queue::Envelope<Core> for InspectedInit {
+    fn deliver(self, core: &mut Core) {
+        step(core, "Init", None, None, self.address);
+        crate::lifecycle::on_init(core, self.actor);
+    }
+}
+
+/// A spawned actor's `Init` while inspecting at level 2 or more (out of
+/// line: seldom).
+#[cold]
+#[inline(never)]
+pub(crate) fn enqueue_inspected_init(core: &mut Core, actor: Key, address: Key) {
+    core.enqueue(InspectedInit { address, actor });
 }
 
 /// A lifecycle step between an actor and its supervisor on the same

@@ -154,12 +154,11 @@ fn spawn_from<A: Actor>(
     // What its type's hooks are known to be, so that a known default is
     // skipped from the first hook on without asking the type.
     let hooks = known_hooks(core.type_names.hook_index(TypeId::of::<A>()), extras);
-    let (me, address) = insert_cell(core, reserved, name, seq, |address| ActorCell {
+    let (me, address) = insert_cell(core, reserved, name, seq, |main| ActorCell {
         actor: Rc::new(RefCell::new(boxed)),
-        address,
+        main,
         parent,
         supervisor,
-        reason: None,
         registry,
         rare,
         state: ActorState::New,
@@ -188,16 +187,16 @@ fn spawn_from<A: Actor>(
     Ok(address)
 }
 
-/// Adds a cell (made by `cell` with its address) and its main address (at
-/// `reserved`, or a new one with `name` and number `seq`); its key and
-/// address.
+/// Adds a cell (made by `cell` with its main address's key) and its main
+/// address (at `reserved`, or a new one with `name` and number `seq`); its
+/// key and address (the routing slot keeps the address, the cell its key).
 #[inline]
 fn insert_cell(
     core: &mut Core,
     reserved: Option<Address>,
     name: std::result::Result<crate::names::NameId, Cow<'static, str>>,
     seq: u64,
-    cell: impl FnOnce(Address) -> ActorCell,
+    cell: impl FnOnce(Key) -> ActorCell,
 ) -> (Key, Address) {
     let Core {
         actors,
@@ -208,28 +207,25 @@ fn insert_cell(
     } = core;
     let mut made = None;
     let me = actors.insert_with(|me| {
-        match reserved {
+        let main = match reserved {
             Some(address) => {
+                let key = address.key();
                 made = Some(address.clone());
-                let added =
-                    routes.add_far_address(address.key(), AddressInfo { owner: me, address });
+                let added = routes.add_far_address(key, AddressInfo { owner: me, address });
                 debug_assert!(added, "checked above");
+                key
             }
-            None => {
-                routes.add_address(|key| {
-                    let address = match name {
-                        Ok(id) => Address::interned(shared.clone(), key, id, seq),
-                        Err(Cow::Owned(name)) => {
-                            Address::owned_name(labels, shared, key, name, seq)
-                        }
-                        Err(name) => Address::new(shared.clone(), key, name, seq, None),
-                    };
-                    made = Some(address.clone());
-                    AddressInfo { owner: me, address }
-                });
-            }
-        }
-        cell(made.clone().expect("made by add_address"))
+            None => routes.add_address(|key| {
+                let address = match name {
+                    Ok(id) => Address::interned(shared.clone(), key, id, seq),
+                    Err(Cow::Owned(name)) => Address::owned_name(labels, shared, key, name, seq),
+                    Err(name) => Address::new(shared.clone(), key, name, seq, None),
+                };
+                made = Some(address.clone());
+                AddressInfo { owner: me, address }
+            }),
+        };
+        cell(main)
     });
     (me, made.expect("made by add_address"))
 }
@@ -260,12 +256,11 @@ pub(crate) fn spawn_plain<A: Actor>(
         actor,
         extras: None,
     };
-    let (me, address) = insert_cell(core, None, name, seq, |address| ActorCell {
+    let (me, address) = insert_cell(core, None, name, seq, |main| ActorCell {
         actor: Rc::new(RefCell::new(boxed)),
-        address,
+        main,
         parent,
         supervisor: None,
-        reason: None,
         registry,
         rare,
         state: ActorState::New,
@@ -282,18 +277,19 @@ fn log_spawned(address: &Address) {
     tracing::debug!(actor = %address, "spawned");
 }
 
-/// `Init` for a freshly spawned actor `actor`, at its main `address`: a
-/// small queue entry per spawn (three words). The actor is found by its
-/// key, not through its address: a cell and its main address go together,
-/// and a gone cell's key finds nothing.
+/// `Init` for a freshly spawned actor `actor`: a queue entry of two words
+/// (a spawn in a burst queues thousands of them). The actor is found by
+/// its key; its main address's key, which the inspection line names, is
+/// read from its cell when the line is made.
 struct InitEnvelope {
-    address: Key,
     actor: Key,
 }
 
 impl Envelope<Core> for InitEnvelope {
     fn deliver(self, core: &mut Core) {
-        crate::inspect::step(core, "Init", None, None, self.address);
+        if core.inspect.level >= 2 {
+            crate::inspect::init_line(core, self.actor);
+        }
         lifecycle::on_init(core, self.actor);
     }
 }
@@ -305,10 +301,11 @@ fn start_lifecycle(core: &mut Core, actor: Key, address: &Address) {
     if tracing::level_enabled!(tracing::Level::DEBUG) {
         log_spawned(address);
     }
-    core.enqueue(InitEnvelope {
-        address: address.key(),
-        actor,
-    });
+    if core.inspect.level >= 2 {
+        crate::inspect::enqueue_inspected_init(core, actor, address.key());
+    } else {
+        core.enqueue(InitEnvelope { actor });
+    }
 }
 
 /// A factory that other threads may call: the actor is made where it lives.

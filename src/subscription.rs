@@ -85,14 +85,14 @@ fn forget(core: &mut Core, removed: Removed) {
     }
 }
 
-/// Removes an address and every subscription on it, whoever made them.
-pub(crate) fn remove_address(core: &mut Core, address: Key) {
+/// Removes an address and every subscription on it, whoever made them;
+/// the address, if it was there.
+pub(crate) fn remove_address(core: &mut Core, address: Key) -> Option<Address> {
     if let Some(info) = core.routes.remove_unsubscribed(address) {
-        return forget_address(core, address, &info);
+        forget_address(core, address, &info);
+        return Some(info.address);
     }
-    let Some((info, removed)) = core.routes.remove_address(address) else {
-        return;
-    };
+    let (info, removed) = core.routes.remove_address(address)?;
     if crate::routing::is_far(address) {
         // Reserved by `spawn_on` on another thread: its key may be reused.
         core.shared.release_key(address);
@@ -103,6 +103,7 @@ pub(crate) fn remove_address(core: &mut Core, address: Key) {
             forget(core, r);
         }
     }
+    Some(info.address)
 }
 
 /// Remembers a removed address for inspection lines and dead letters

@@ -276,3 +276,46 @@ fn a_synchronized_start_starts_late_children_together() {
         "{trace:#?}"
     );
 }
+
+/// Records its number when it finishes its shutdown.
+struct Numbered(usize, std::rc::Rc<std::cell::RefCell<Vec<usize>>>);
+
+impl Actor for Numbered {
+    fn shutdown_finish(&mut self, _: &mut Context<'_, Self>) {
+        self.1.borrow_mut().push(self.0);
+    }
+}
+
+/// A plain leaf: no hooks of its own.
+struct Quiet;
+impl Actor for Quiet {}
+
+#[test]
+fn a_supervisor_shutdown_stops_each_of_many_children_once_in_spawn_order() {
+    // More children than the supervisor reads at a time, some of them
+    // plain leaves (which go at once), some with a hook.
+    let clock = Clock::new();
+    let mut locality = Locality::named("L0");
+    let root = locality
+        .spawn_root(Supervisor)
+        .name("root")
+        .supervisor(SupervisorConfig::default())
+        .finish()
+        .unwrap();
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    for i in 0..100 {
+        if i % 3 == 0 {
+            locality.spawn(&root, Quiet).finish().unwrap();
+        }
+        locality
+            .spawn(&root, Numbered(i, seen.clone()))
+            .finish()
+            .unwrap();
+    }
+    locality.run_until_idle(clock.at(0));
+    assert_eq!(locality.stats().actors, 1 + 100 + 34);
+    locality.shutdown(&root).unwrap();
+    locality.run_until_idle(clock.at(0));
+    assert!(locality.is_finished());
+    assert_eq!(*seen.borrow(), (0..100).collect::<Vec<_>>());
+}

@@ -11,9 +11,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 pub(crate) fn panicked(core: &Core, me: Key, payload: &(dyn Any + Send)) -> Error {
     let what = panic_message(payload);
     let who = core
-        .actors
-        .get(me)
-        .map_or_else(|| "an actor".to_string(), |c| c.address.to_string());
+        .address_of(me)
+        .map_or_else(|| "an actor".to_string(), crate::Address::to_string);
     tracing::error!(actor = %who, panic = %what, "a handler panicked");
     Error::new(ErrorCode::Panicked).with_context(format!("{who}: {what}"))
 }

@@ -26,7 +26,7 @@ pub(super) fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> 
         };
         let sup = cell.supervisor.as_deref().expect("checked by parent_cell");
         let registry = sup.registry.as_ref().or(cell.registry.as_ref()).cloned();
-        (registry, cell.address.key(), sup.children.vacant_key())
+        (registry, cell.main, sup.children.vacant_key())
     };
     let link = match u32::try_from(slot) {
         Ok(slot) if slot < u32::MAX => ParentLink::Local {
@@ -34,7 +34,7 @@ pub(super) fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> 
             slot,
         },
         _ => {
-            let sup_address = core.actors.get(parent).expect("checked").address.clone();
+            let sup_address = core.address_of(parent).expect("checked").clone();
             ParentLink::new(core, &sup_address, slot)
         }
     };
@@ -45,6 +45,7 @@ pub(super) fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> 
         address: Some(address.clone()),
         state: ChildState::Initializing,
         initializing: true,
+        stop_pending: false,
     });
     debug_assert_eq!(
         inserted, slot,
@@ -69,7 +70,8 @@ pub(super) fn local_slot(core: &Core, parent: Key) -> (&Address, usize) {
         .expect("checked by prepare")
         .children
         .vacant_key();
-    (&cell.address, slot)
+    let address = Core::main_address(&core.routes, cell).expect("a live actor's main address");
+    (address, slot)
 }
 
 /// Records a new child in `parent`'s `slot` (as `child_slot` said).
@@ -84,6 +86,7 @@ pub(super) fn add_child(
         address,
         state: ChildState::Initializing,
         initializing: true,
+        stop_pending: false,
     };
     let sup = crate::supervisor::sup_mut(core, parent).expect("checked by prepare");
     if let Some(supervision) = supervision {
@@ -121,13 +124,13 @@ fn parent_cell(core: &Core, key: Key) -> Result<&ActorCell> {
             Error::new(ErrorCode::SupervisorShuttingDown).with_context("supervisor is gone")
         );
     };
+    let name =
+        || Core::main_address(&core.routes, cell).map_or_else(String::new, Address::to_string);
     if cell.supervisor.is_none() {
-        return Err(Error::new(ErrorCode::NotASupervisor).with_context(cell.address.to_string()));
+        return Err(Error::new(ErrorCode::NotASupervisor).with_context(name()));
     }
     if cell.state >= ActorState::ShuttingDown {
-        return Err(
-            Error::new(ErrorCode::SupervisorShuttingDown).with_context(cell.address.to_string())
-        );
+        return Err(Error::new(ErrorCode::SupervisorShuttingDown).with_context(name()));
     }
     Ok(cell)
 }

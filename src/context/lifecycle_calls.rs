@@ -202,7 +202,7 @@ impl<'a, A: Actor> Context<'a, A> {
         if let Some(error) = self.finished("register_io") {
             return Err(error);
         }
-        let address = self.cell().address.key();
+        let address = self.cell().main;
         let guard = crate::io::register(&self.core.io, address, source, interest)?;
         if let Some(cell) = self.core.actors.get_mut(self.me) {
             // Forget the sources whose guards were dropped meanwhile.

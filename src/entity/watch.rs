@@ -48,7 +48,7 @@ fn watcher(core: &Core, me: Key) -> Option<Key> {
     if !core.child_watch {
         return None;
     }
-    let dest = core.actors.get(me)?.address.key();
+    let dest = core.actors.get(me)?.main;
     match core.routes.find(dest, TypeId::of::<ChildEvent>()) {
         Found::One(_) | Found::Many => Some(dest),
         Found::NoSubscriber | Found::Stale => None,
@@ -102,7 +102,7 @@ pub(crate) fn started(core: &mut Core, me: Key, slot: usize, address: &Address) 
 pub(crate) fn started_here(core: &mut Core, sup: Key, slot: usize, child: Key) {
     if core.child_watch
         && let Found::One(_) | Found::Many = core.routes.find(sup, TypeId::of::<ChildEvent>())
-        && let Some(address) = core.actors.get(child).map(|c| c.address.clone())
+        && let Some(address) = core.address_of(child).cloned()
     {
         report(core, sup, ChildEvent::Started { slot, address });
     }

@@ -264,23 +264,30 @@ fn state(core: &Core, me: Key) -> Option<ActorState> {
 }
 
 #[inline]
-fn set_cell_state(cell: &mut ActorCell, state: ActorState) {
+fn set_cell_state(routes: &Routes, cell: &mut ActorCell, state: ActorState) {
     if tracing::level_enabled!(tracing::Level::DEBUG) {
-        log_state(cell, state);
+        log_state(routes, cell, state);
     }
     cell.state = state;
 }
 
+/// The routing table, where a cell's main address is (`set_cell_state`'s
+/// debug line names it).
+type Routes =
+    crate::routing::Routes<crate::subscription::AddressInfo, crate::subscription::BoxedHandler>;
+
 /// The debug line of a state change (out of line: it is seldom enabled).
 #[cold]
 #[inline(never)]
-fn log_state(cell: &ActorCell, state: ActorState) {
-    tracing::debug!(actor = %cell.address, from = %cell.state, to = %state, "lifecycle");
+fn log_state(routes: &Routes, cell: &ActorCell, state: ActorState) {
+    if let Some(actor) = Core::main_address(routes, cell) {
+        tracing::debug!(actor = %actor, from = %cell.state, to = %state, "lifecycle");
+    }
 }
 
 /// Sends a framework message to the actor's own main address.
 pub(crate) fn to_self(core: &mut Core, me: Key, msg: SystemMsg) {
-    if let Some(address) = core.actors.get(me).map(|c| c.address.key()) {
+    if let Some(address) = core.actors.get(me).map(|c| c.main) {
         core.enqueue(SysEnvelope { dest: address, msg });
     }
 }
@@ -297,7 +304,7 @@ fn enter(
     let Some(cell) = core.actors.get_mut(me) else {
         return false;
     };
-    set_cell_state(cell, to);
+    set_cell_state(&core.routes, cell, to);
     let watched = watch::watched(cell);
     if cell.rare.is_some() || timer.is_some() {
         lifecycle_timer(core, me, timer);
@@ -324,6 +331,7 @@ fn lifecycle_timer(core: &mut Core, me: Key, timer: Option<(std::time::Duration,
     }
 }
 
+#[inline(always)]
 pub(crate) fn on_init(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
@@ -335,11 +343,11 @@ pub(crate) fn on_init(core: &mut Core, me: Key) {
     match cell.rare.as_deref() {
         // No timeout, no watchers: only the state changes.
         None => {
-            set_cell_state(cell, ActorState::Initializing);
+            set_cell_state(&core.routes, cell, ActorState::Initializing);
             // A plain leaf whose `init_start` is a known default: nothing
             // runs between the two states, its votes are all ready.
             if cell.supervisor.is_none() && skips(&core.type_names, Hook::InitStart, hooks) {
-                set_cell_state(cell, ActorState::Initialized);
+                set_cell_state(&core.routes, cell, ActorState::Initialized);
                 let local = cell.parent.is_some();
                 let leaf = supervisor::local::Leaf::of(cell);
                 return init_finish_plain(core, me, hooks, local, leaf);
@@ -374,7 +382,7 @@ fn init_plain(core: &mut Core, me: Key) -> bool {
     {
         return false;
     }
-    set_cell_state(cell, ActorState::Initialized);
+    set_cell_state(&core.routes, cell, ActorState::Initialized);
     let (hooks, local) = (cell.hooks, cell.parent.is_some());
     let leaf = supervisor::local::Leaf::of(cell);
     init_finish_plain(core, me, hooks, local, leaf);
@@ -403,7 +411,7 @@ fn init_finish_plain(
         (true, _) => supervisor::local::confirm_init(core, me),
     };
     if !confirmed {
-        let Some(child) = core.actors.get(me).map(|cell| ChildId::of(&cell.address)) else {
+        let Some(child) = core.actors.get(me).map(|cell| cell.child_id(core.id())) else {
             return;
         };
         ParentLink::send_of(core, me, |slot| SystemMsg::InitConfirm { slot, child });
@@ -439,7 +447,7 @@ pub(crate) fn try_init(core: &mut Core, me: Key) {
     if supervisor::local::confirm_init(core, me) {
         return;
     }
-    let Some(child) = core.actors.get(me).map(|cell| ChildId::of(&cell.address)) else {
+    let Some(child) = core.actors.get(me).map(|cell| cell.child_id(core.id())) else {
         return;
     };
     ParentLink::send_of(core, me, |slot| SystemMsg::InitConfirm { slot, child });
@@ -451,13 +459,16 @@ fn init_failed(core: &mut Core, me: Key, error: Error) {
     let Some(cell) = core.actors.get(me) else {
         return;
     };
+    let Some(address) = Core::main_address(&core.routes, cell) else {
+        return;
+    };
     let reason = match error.code() {
         ErrorCode::InitFailed | ErrorCode::InitTimeout => error,
         _ => Error::new(ErrorCode::InitFailed)
-            .with_context(cell.address.to_string())
+            .with_context(address.to_string())
             .caused_by(error),
     };
-    tracing::warn!(actor = %cell.address, reason = reason.as_dyn_error(), "init failed");
+    tracing::warn!(actor = %address, reason = reason.as_dyn_error(), "init failed");
     on_shutdown_request(core, me, reason);
 }
 
@@ -474,7 +485,9 @@ pub(crate) fn on_lifecycle_timeout(core: &mut Core, me: Key, during: ActorState)
     if cell.state != during {
         return;
     }
-    let address = cell.address.to_string();
+    let Some(address) = Core::main_address(&core.routes, cell).map(Address::to_string) else {
+        return;
+    };
     if during == ActorState::Initializing {
         init_failed(
             core,
@@ -494,7 +507,7 @@ pub(crate) fn on_start(core: &mut Core, me: Key) {
     if cell.state != ActorState::Initialized {
         return;
     }
-    set_cell_state(cell, ActorState::Operational);
+    set_cell_state(&core.routes, cell, ActorState::Operational);
     let (supervisor, hooks) = (cell.supervisor.is_some(), cell.hooks);
     if watch::watched(cell) {
         watch::notify(core, me, LifecycleEvent::Started);

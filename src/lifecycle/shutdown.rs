@@ -24,7 +24,7 @@ pub(crate) fn request_own_shutdown(core: &mut Core, me: Key, reason: Error) {
     }
     match &cell.parent {
         Some(_) => {
-            let child = ChildId::of(&cell.address);
+            let child = cell.child_id(core.id());
             ParentLink::send_of(core, me, |slot| SystemMsg::ShutdownTrigger {
                 child: Some((slot, child)),
                 reason,
@@ -101,7 +101,6 @@ fn shutdown_request(
     if before >= ActorState::ShuttingDown {
         return Ok(());
     }
-    cell.reason = Some(reason);
     let hooks = cell.hooks;
     let timer = cell.rare.as_deref().map(|r| {
         let after = r.config.shutdown_timeout;
@@ -109,23 +108,29 @@ fn shutdown_request(
     });
     if timer.is_none() {
         // No timeout, no watchers: only the state changes.
-        set_cell_state(cell, ActorState::ShuttingDown);
+        set_cell_state(&core.routes, cell, ActorState::ShuttingDown);
         // A plain leaf (no plugin state, no children, no user plugins)
-        // whose shutdown hooks are known defaults, and that no entity set
-        // counts: nothing runs before it finishes, its votes are all ready.
+        // whose shutdown hooks are known defaults: nothing runs before it
+        // finishes, its votes are all ready (an entity set that counts its
+        // children leaving OPERATIONAL hears of it first).
         if cell.supervisor.is_none()
-            && !(before == ActorState::Operational && core.child_watch)
             && (direct || !cell.actor.busy())
             && (before < ActorState::Initializing
                 || skips(&core.type_names, Hook::ShutdownStart, hooks))
             && skips(&core.type_names, Hook::ShutdownFinish, hooks)
         {
-            set_cell_state(cell, ActorState::ShutDown);
-            let main = cell.address.key();
-            finish_removal(core, me, main, sup);
+            set_cell_state(&core.routes, cell, ActorState::ShutDown);
+            let main = cell.main;
+            if before == ActorState::Operational && core.child_watch {
+                crate::entity::watch::leaving(core, me);
+            }
+            finish_removal(core, me, main, sup, reason);
             return Ok(());
         }
     }
+    // Kept until the actor is gone (its hooks may ask for it), beside the
+    // cells: a plain leaf that goes at once never keeps it.
+    core.reasons.insert(me, reason);
     if before == ActorState::Operational && core.child_watch {
         // Its supervisor here may count it (an entity set's version).
         crate::entity::watch::leaving(core, me);
@@ -133,7 +138,7 @@ fn shutdown_request(
     if let Some(timer) = timer
         && enter(core, me, ActorState::ShuttingDown, timer)
     {
-        let reason = core.actors.get(me).and_then(|c| c.reason.clone());
+        let reason = core.actors.get(me).and(core.reasons.get(&me).cloned());
         let event = LifecycleEvent::ShuttingDown(reason.unwrap_or_else(Error::normal));
         watch::notify(core, me, event);
     }
@@ -185,8 +190,8 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    set_cell_state(cell, ActorState::ShutDown);
-    let (hooks, main, rare) = (cell.hooks, cell.address.key(), cell.rare.is_some());
+    set_cell_state(&core.routes, cell, ActorState::ShutDown);
+    let (hooks, main, rare) = (cell.hooks, cell.main, cell.rare.is_some());
     if let Some(key) = cell
         .rare
         .as_deref_mut()
@@ -198,7 +203,13 @@ fn finish_shutdown(core: &mut Core, me: Key) {
     if (call_hook_known(core, me, Hook::ShutdownFinish, hooks) || rare) && !finish_rare(core, me) {
         return;
     }
-    finish_removal(core, me, main, Key::NONE);
+    // Its reason, kept beside the cells until its hooks are done.
+    let reason = core.reasons.remove(&me).unwrap_or_else(Error::normal);
+    if core.reasons.is_empty() && core.reasons.capacity() > 64 {
+        // A burst of shutdowns is over: the map gives its room back.
+        core.reasons = Default::default();
+    }
+    finish_removal(core, me, main, Key::NONE, reason);
 }
 
 /// What an actor with a rare part (or whose `shutdown_finish` ran) may
@@ -228,32 +239,41 @@ fn finish_rare(core: &mut Core, me: Key) -> bool {
 /// The end of actor `me` (SHUT_DOWN, its hooks done) at its `main`
 /// address: the address and the cell go, `should_restart` and its `Drop`
 /// run, and its supervisor hears of it (`sup`: the supervisor's key, if
-/// the caller knows it, else `Key::NONE`).
-fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key) {
+/// the caller knows it, else `Key::NONE`), with `reason` (taken out of
+/// its cell, if it was kept there).
+fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key, reason: Error) {
     // Its timers and requests are listed by its slot in their sets.
     end_timers_and_requests(core, me);
     // An address without subscriptions (most), when nothing remembers
     // removed addresses: only its slot goes.
+    // The cell keeps no copy of its main address: the slot's goes with it.
     let quiet = core.inspect.level == 0 && core.dead_letters.is_none();
-    if !quiet || core.routes.remove_unsubscribed(main).is_none() {
-        crate::subscription::remove_address(core, main);
-    }
+    let address = match quiet {
+        true => core
+            .routes
+            .remove_unsubscribed(main)
+            .map(|info| info.address),
+        false => None,
+    };
+    let address = match address {
+        Some(address) => Some(address),
+        None => crate::subscription::remove_address(core, main),
+    };
     crate::future::actor_gone(core, me);
     // Kept in an `Option`, dropped in place at the end (a cell is moved
     // once, out of the arena, not again into the drop's panic guard).
     let mut removed = core.actors.remove(me);
-    let Some(cell) = removed.as_mut() else {
+    let (Some(cell), Some(address)) = (removed.as_mut(), address) else {
         return;
     };
     if let Some(plugins) = cell.plugins_ref() {
-        link::notify_servers(core, &cell.address, plugins);
+        link::notify_servers(core, &address, plugins);
         core.io.borrow_mut().forget(plugins.io.iter().copied());
     }
-    let reason = cell.reason.take().unwrap_or_else(Error::normal);
-    watch::finished(core, cell, &reason);
+    watch::finished(core, cell, &address, &reason);
     let (parent, child, leaf) = (
         cell.take_parent(),
-        ChildId::of(&cell.address),
+        ChildId::of(&address),
         cell.supervisor.is_none(),
     );
     // `should_restart`, then the actor's own `Drop`: user code, behind one
@@ -264,7 +284,7 @@ fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key) {
         if let Some(cell) = &removed {
             restart = cell.actor.should_restart(&reason);
             if tracing::level_enabled!(tracing::Level::DEBUG) {
-                log_down(&cell.address, &reason);
+                log_down(&address, &reason);
             }
         }
         removed = None;
@@ -272,11 +292,9 @@ fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key) {
     // A panic in `Drop` leaves the cell dropped (`None`); one in
     // `should_restart` (caught, logged, `false`) leaves it: the debug
     // line and the `Drop` follow, behind a guard of their own, as before.
-    if ended.is_err()
-        && let Some(cell) = &removed
-    {
+    if ended.is_err() && removed.is_some() {
         if tracing::level_enabled!(tracing::Level::DEBUG) {
-            log_down(&cell.address, &reason);
+            log_down(&address, &reason);
         }
         let _ = crate::actor::guarded(core, me, || removed = None);
     }

@@ -5,7 +5,7 @@ use super::fire::TimerAction;
 use super::shared::{LocalityShared, Outbox, Remote};
 use crate::actor::ActorCell;
 use crate::address::Address;
-use crate::arena::{Arena, Key, remove_key};
+use crate::arena::{Arena, Key, KeyMap, remove_key};
 use crate::error::Error;
 use crate::inspect::Inspect;
 use crate::io::{IoTable, SharedIo};
@@ -33,6 +33,10 @@ pub(crate) struct Core {
     /// `false` until the first `dispatch` sets the clock.
     pub(super) clock_set: bool,
     pub(crate) actors: Arena<ActorCell>,
+    /// Why each actor that is shutting down (and did not go at once)
+    /// shuts down, by actor: kept beside the cells, not in them, so that a
+    /// cell is 64 bytes (`lifecycle::shutdown`).
+    pub(crate) reasons: KeyMap<Error>,
     /// Addresses and subscriptions.
     pub(crate) routes: Routes<AddressInfo, BoxedHandler>,
     /// Pending requests: each is a timeout carrying the request.
@@ -109,6 +113,7 @@ impl Core {
             epoch: now,
             clock_set: false,
             actors: Arena::default(),
+            reasons: KeyMap::default(),
             routes: Routes::default(),
             requests: Timers::default(),
             payloads: Payloads::default(),
@@ -339,11 +344,13 @@ impl Core {
     }
 
     pub(crate) fn create_identity(&mut self, me: Key, label: Cow<'static, str>) -> Address {
-        let cell = self.actors.get(me).expect("a running actor has its cell");
-        let owner = &cell.address;
+        let owner = self
+            .address_of(me)
+            .expect("a running actor has its main address")
+            .clone();
         let key = self.routes.add_address(|key| AddressInfo {
             owner: Key::NONE,
-            address: Address::identity_of(owner, key, label),
+            address: Address::identity_of(&owner, key, label),
         });
         let address = self
             .routes
@@ -416,10 +423,14 @@ impl Core {
     pub(super) fn abandon(&mut self, error: &Error) {
         let mut notes = Vec::new();
         for cell in self.actors.values() {
+            // A live actor's main address is in its slot.
+            let Some(main) = Self::main_address(&self.routes, cell) else {
+                continue;
+            };
             if let Some(crate::actor::Parent::Remote(address, slot)) = cell.parent() {
                 let down = lifecycle::SystemMsg::ChildDown {
                     slot,
-                    child: crate::supervisor::ChildId::of(&cell.address),
+                    child: crate::supervisor::ChildId::of(main),
                     reason: error.clone(),
                     restart: false,
                 };
@@ -447,19 +458,19 @@ impl Core {
                     notes.push((
                         client.clone(),
                         lifecycle::SystemMsg::UnlinkRequest {
-                            server: Box::new(cell.address.clone()),
+                            server: Box::new(main.clone()),
                             client: Box::new(client.clone()),
                         },
                     ));
                 }
             }
-            crate::plugin::watch::abandon(self.id(), cell, error, &mut notes);
+            crate::plugin::watch::abandon(self.id(), cell, main, error, &mut notes);
             for server in cell.plugins_ref().into_iter().flat_map(|p| &p.servers) {
                 if server.locality_id() != self.id() {
                     notes.push((
                         server.clone(),
                         lifecycle::SystemMsg::UnlinkNotify {
-                            client: cell.address.clone(),
+                            client: main.clone(),
                         },
                     ));
                 }

@@ -485,7 +485,7 @@ impl Locality {
             .actors
             .values()
             .filter(|c| c.parent.is_none())
-            .map(|c| c.address.clone())
+            .filter_map(|c| Core::main_address(&self.core.routes, c).cloned())
             .collect();
         for root in roots {
             if let Ok(actor) = self.local_actor(&root) {

@@ -41,10 +41,12 @@ pub(crate) fn request(
         return Err(error);
     }
     let refused = outlived_by(core, me, server);
+    let Some(client) = core.address_of(me).cloned() else {
+        return Ok(());
+    };
     let Some(cell) = core.actors.get_mut(me) else {
         return Ok(());
     };
-    let client = cell.address.clone();
     cell.plugins().links_pending.push(Pending {
         server: server.clone(),
         done,
@@ -79,7 +81,9 @@ pub(crate) fn already_linked(core: &Core, me: Key, server: &Address) -> Option<E
     let plugins = cell.plugins_ref()?;
     let asked = plugins.links_pending.iter().any(|p| &p.server == server);
     (asked || plugins.servers.contains(server)).then(|| {
-        let why = format!("{} to {server}", cell.address);
+        let client =
+            Core::main_address(&core.routes, cell).map_or_else(String::new, Address::to_string);
+        let why = format!("{client} to {server}");
         Error::new(ErrorCode::AlreadyLinked).with_context(why)
     })
 }
@@ -131,11 +135,13 @@ pub(crate) fn on_request(core: &mut Core, me: Key, client: Address, server: Addr
 
 /// Client side: the server answered.
 pub(crate) fn on_response(core: &mut Core, me: Key, server: Address, result: Result<(), Error>) {
+    let Some(client) = core.address_of(me).cloned() else {
+        return;
+    };
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
     let state = cell.state;
-    let client = cell.address.clone();
     let plugins = cell.plugins();
     let Some(at) = plugins
         .links_pending
@@ -172,10 +178,12 @@ pub(crate) fn on_response(core: &mut Core, me: Key, server: Address, result: Res
 /// Client side: unlinks from `server` (which then no longer waits for
 /// this client). Errors: `InvalidArgument` if not linked to it.
 pub(crate) fn unlink(core: &mut Core, me: Key, server: &Address) -> Result<(), Error> {
+    let Some(client) = core.address_of(me).cloned() else {
+        return Ok(());
+    };
     let Some(cell) = core.actors.get_mut(me) else {
         return Ok(());
     };
-    let client = cell.address.clone();
     let servers = cell.plugins_mut().map(|p| &mut p.servers);
     let Some(servers) = servers.filter(|s| s.contains(server)) else {
         let asked = cell
@@ -194,10 +202,12 @@ pub(crate) fn unlink(core: &mut Core, me: Key, server: &Address) -> Result<(), E
 
 /// Server side, at shutdown start: ask every linked client to unlink.
 pub(crate) fn unlink_clients(core: &mut Core, me: Key) {
+    let Some(server) = core.address_of(me).cloned() else {
+        return;
+    };
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let server = cell.address.clone();
     let Some(plugins) = cell.plugins_ref() else {
         return;
     };

@@ -161,6 +161,9 @@ where
 
 /// At shutdown: deregister every name the actor registered.
 pub(crate) fn deregister_all(core: &mut Core, me: Key) {
+    let Some(address) = core.address_of(me).cloned() else {
+        return;
+    };
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
@@ -169,7 +172,6 @@ pub(crate) fn deregister_all(core: &mut Core, me: Key) {
         return;
     };
     let names = std::mem::take(&mut plugins.names);
-    let address = cell.address.clone();
     for name in names {
         core.send(
             &registry,

@@ -138,11 +138,13 @@ pub(crate) fn watch(core: &mut Core, me: Key, target: &Address) -> Result<WatchI
         let why = "an actor cannot watch itself";
         return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
     }
+    let Some(watcher) = core.address_of(me).cloned() else {
+        return Err(target.stale_error());
+    };
     let Some(cell) = core.actors.get_mut(me) else {
         return Err(target.stale_error());
     };
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    let watcher = cell.address.clone();
     cell.plugins().watching.push((id, target.clone()));
     let added = match owner {
         Some(owner) => core.actors.get_mut(owner).map(|cell| {
@@ -179,10 +181,12 @@ fn gone(core: &mut Core, watcher: &Address, id: u64, watched: Address) {
 /// Watcher side: ends watch `id` of `me`; `false` if it had none such (or
 /// the watch ended already).
 pub(crate) fn unwatch(core: &mut Core, me: Key, id: WatchId) -> bool {
+    let Some(watcher) = core.address_of(me).cloned() else {
+        return false;
+    };
     let Some(cell) = core.actors.get_mut(me) else {
         return false;
     };
-    let watcher = cell.address.clone();
     let Some(watching) = cell.plugins_mut().map(|p| &mut p.watching) else {
         return false;
     };
@@ -323,17 +327,17 @@ pub(crate) fn notify(core: &mut Core, me: Key, event: LifecycleEvent) {
     }
 }
 
-/// The actor in `cell` (removed) is gone with `reason`: its watchers hear
-/// it, and the actors it watched forget it.
+/// The actor in `cell` (removed, its main address `address`) is gone with
+/// `reason`: its watchers hear it, and the actors it watched forget it.
 #[inline]
-pub(crate) fn finished(core: &mut Core, cell: &mut ActorCell, reason: &Error) {
+pub(crate) fn finished(core: &mut Core, cell: &mut ActorCell, address: &Address, reason: &Error) {
     if cell.rare.is_some() {
-        finished_watches(core, cell, reason);
+        finished_watches(core, cell, address, reason);
     }
 }
 
 #[inline(never)]
-fn finished_watches(core: &mut Core, cell: &mut ActorCell, reason: &Error) {
+fn finished_watches(core: &mut Core, cell: &mut ActorCell, address: &Address, reason: &Error) {
     let Some(plugins) = cell.plugins_mut() else {
         return;
     };
@@ -351,7 +355,7 @@ fn finished_watches(core: &mut Core, cell: &mut ActorCell, reason: &Error) {
         core.send_system_in_order(&w.to, SystemMsg::Watch(Box::new(msg)));
     }
     for (id, target) in watching {
-        remove(core, cell.address.clone(), id, &target);
+        remove(core, address.clone(), id, &target);
     }
 }
 
@@ -361,6 +365,7 @@ fn finished_watches(core: &mut Core, cell: &mut ActorCell, reason: &Error) {
 pub(crate) fn abandon(
     core_id: u32,
     cell: &ActorCell,
+    address: &Address,
     error: &Error,
     notes: &mut Vec<(Address, SystemMsg)>,
 ) {
@@ -381,7 +386,7 @@ pub(crate) fn abandon(
     }
     for (id, target) in plugins.watching.iter() {
         if target.locality_id() != core_id {
-            let watcher = cell.address.clone();
+            let watcher = address.clone();
             let msg = WatchMsg::Remove { watcher, id: *id };
             notes.push((target.clone(), SystemMsg::Watch(Box::new(msg))));
         }

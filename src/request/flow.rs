@@ -137,7 +137,7 @@ pub(crate) fn send<R: Request>(
             // The reply address is looked up only here: a spare of the
             // same requester replying to its main address knows it.
             let (actors, routes) = (&core.actors, &core.routes);
-            let reply_key = || reply_to.or_else(|| actors.get(me).map(|cell| cell.address.key()));
+            let reply_key = || reply_to.or_else(|| actors.get(me).map(|cell| cell.main));
             let reply_address = |key| routes.address(key).map(|a| a.address.clone());
             let requester = Requester {
                 me,

@@ -54,7 +54,9 @@ fn read(core: &mut Core, me: Key, flag: Arc<ShutdownFlag>) {
     if !flag.flag.load(Ordering::Acquire) {
         return arm(core, me, flag);
     }
-    tracing::info!(supervisor = %cell.address, "shutdown flag set: shutting down");
+    if let Some(address) = Core::main_address(&core.routes, cell) {
+        tracing::info!(supervisor = %address, "shutdown flag set: shutting down");
+    }
     let reason = Error::normal().with_context("shutdown flag set");
     lifecycle::request_own_shutdown(core, me, reason);
 }

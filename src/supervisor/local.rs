@@ -43,8 +43,8 @@ fn idle_leaf(cell: &ActorCell) -> bool {
 pub(crate) struct Leaf {
     sup_address: Key,
     slot: usize,
-    /// Its main address's key and locality.
-    mine: (Key, u32),
+    /// Its main address's key (on this locality).
+    mine: Key,
 }
 
 impl Leaf {
@@ -60,7 +60,7 @@ impl Leaf {
         };
         // The supervisor's record of this child holds a clone of its
         // address: the same key on the same locality.
-        let mine = (cell.address.key(), cell.address.locality_id());
+        let mine = cell.main;
         Some(Leaf {
             sup_address,
             slot,
@@ -88,6 +88,7 @@ pub(crate) fn confirm_leaf_init(core: &mut Core, me: Key, leaf: Leaf) -> bool {
         slot,
         mine,
     } = leaf;
+    let mine = (mine, core.id());
     let Some(sup_key) = core.routes.address(sup_address).map(|info| info.owner) else {
         return false;
     };

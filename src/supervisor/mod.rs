@@ -4,6 +4,7 @@
 pub(crate) mod flag;
 pub(crate) mod local;
 pub(crate) mod restart;
+mod stop;
 
 use crate::actor::{Actor, ActorCell, ActorState, Notice, notify_overridden};
 use crate::address::Address;
@@ -13,6 +14,7 @@ use crate::lifecycle::{self, SystemMsg};
 use crate::locality::Core;
 use slab::Slab;
 use std::collections::{BTreeMap, BTreeSet};
+pub(crate) use stop::shutdown_children;
 
 /// A supervisor with no behaviour of its own: it only owns children.
 ///
@@ -160,6 +162,12 @@ impl ChildId {
         (self.locality == locality).then_some(self.key)
     }
 
+    /// The child at address key `key` of locality `locality`.
+    #[inline(always)]
+    pub(crate) fn new(locality: u32, key: Key) -> ChildId {
+        ChildId { locality, key }
+    }
+
     pub(crate) fn of(address: &Address) -> ChildId {
         ChildId {
             locality: address.locality_id(),
@@ -175,6 +183,11 @@ pub(crate) struct ChildRecord {
     pub(crate) state: ChildState,
     /// `true` while the child has not confirmed its init.
     pub(crate) initializing: bool,
+    /// `true` from the supervisor's shutdown marking the child
+    /// `ShuttingDown` until it asks the child to stop
+    /// ([`shutdown_children`]): the records are the list of children to
+    /// stop, so that no list is made beside them.
+    pub(crate) stop_pending: bool,
 }
 
 impl ChildRecord {
@@ -364,53 +377,6 @@ pub(crate) fn start_children(core: &mut Core, me: Key) {
     }
 }
 
-/// Asks every child that is not already shutting down to shut down; a child
-/// waiting for its restart is let go at once. (A child whose remote spawn is
-/// under way is asked when it reports in.)
-pub(crate) fn shutdown_children(core: &mut Core, me: Key) {
-    let Some(cell) = core.actors.get_mut(me) else {
-        return;
-    };
-    // The requests may go as direct calls unless the supervisor has
-    // linked clients to ask next (theirs would have come after).
-    let direct = cell.plugins_ref().is_none_or(|p| p.clients.is_empty());
-    let Some(sup) = cell.supervisor.as_deref_mut() else {
-        return;
-    };
-    let mut to_stop = Vec::with_capacity(sup.children.len());
-    let mut timers = Vec::new();
-    // Once per supervisor: every child is visited, and the children still
-    // initializing are counted again on the way (restarting ones are dropped).
-    let mut initializing = 0;
-    sup.held.clear();
-    let supervised = &mut sup.supervised;
-    sup.children.retain(|slot, record| {
-        match record.state {
-            ChildState::ShuttingDown => {}
-            ChildState::Restarting => {
-                timers.extend(supervised.remove(&slot).and_then(|s| s.timer));
-                return false;
-            }
-            _ => {
-                record.state = ChildState::ShuttingDown;
-                if let Some(address) = &record.address {
-                    to_stop.push((slot, ChildId::of(address)));
-                }
-            }
-        }
-        initializing += usize::from(record.initializing);
-        true
-    });
-    sup.initializing = initializing;
-    for timer in timers {
-        core.cancel_timer(timer);
-    }
-    for (slot, child) in to_stop {
-        let reason = Error::new(ErrorCode::SupervisorShutdown);
-        stop_known_child(core, me, slot, child, reason, direct);
-    }
-}
-
 /// The address in the record of supervisor `me`'s child in `slot`.
 fn child_address(core: &mut Core, me: Key, slot: usize) -> Option<&Address> {
     sup_mut(core, me)?.children.get(slot)?.address.as_ref()
@@ -456,7 +422,7 @@ fn stop_known_child(
     if core.send_system(&address, SystemMsg::ShutdownRequest { reason }) {
         return;
     }
-    let Some(dest) = core.actors.get(me).map(|cell| cell.address.key()) else {
+    let Some(dest) = core.actors.get(me).map(|cell| cell.main) else {
         return;
     };
     let lost = Error::new(ErrorCode::LocalityLost).with_context(address.locality().name.clone());

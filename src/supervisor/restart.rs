@@ -211,8 +211,10 @@ pub(crate) fn child_down_here(
         && !(record.initializing && hears_init)
         && !cell.actor.busy()
     {
-        if tracing::level_enabled!(tracing::Level::DEBUG) {
-            log_child_down(&cell.address, &ChildLabel(record.address.as_ref()), &reason);
+        if tracing::level_enabled!(tracing::Level::DEBUG)
+            && let Some(info) = core.routes.address(cell.main)
+        {
+            log_child_down(&info.address, &ChildLabel(record.address.as_ref()), &reason);
         }
         let failed_init = record.initializing;
         if failed_init {
@@ -307,7 +309,10 @@ fn decide_or_refuse(
             return Ok(());
         }
     }
-    let (my_state, my_address) = (cell.state, &cell.address);
+    let my_state = cell.state;
+    let Some(my_address) = core.routes.address(cell.main).map(|info| &info.address) else {
+        return Ok(());
+    };
     let Some(sup) = cell.supervisor.as_deref_mut() else {
         return Ok(());
     };
@@ -471,7 +476,13 @@ pub(crate) fn restart_child(core: &mut Core, me: Key, slot: usize) {
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let parent = cell.address.clone();
+    let Some(parent) = core
+        .routes
+        .address(cell.main)
+        .map(|info| info.address.clone())
+    else {
+        return;
+    };
     let Some(sup) = cell.supervisor.as_deref_mut() else {
         return;
     };
