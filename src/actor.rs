@@ -375,6 +375,9 @@ pub(crate) fn typed_actor<A: Actor>(core: &Core, me: Key) -> Option<ActorRc<A>> 
 pub(crate) struct ActorHandler<A: Actor, M, F> {
     actor: ActorRc<A>,
     me: Key,
+    /// The route of this handler's last send, kept for the next
+    /// (`Core::send_routed`).
+    route: Key,
     f: F,
     _message: PhantomData<fn(&M)>,
 }
@@ -384,6 +387,7 @@ impl<A: Actor, M, F> ActorHandler<A, M, F> {
         ActorHandler {
             actor,
             me,
+            route: Key::NONE,
             f,
             _message: PhantomData,
         }
@@ -397,15 +401,20 @@ where
     F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
 {
     #[inline]
-    fn call(self: Box<Self>, core: &mut Core, sub: Key, message: Lent<'_>) {
-        // A busy actor is never re-entered.
-        if let Some(message) = message.get::<M>()
-            && let Ok(mut b) = self.actor.try_borrow_mut()
-        {
-            // The dispatch loop's panic boundary reads who was running.
-            core.running = self.me;
-            (self.f)(&mut b.actor, message, &mut Context::new(core, self.me));
-            core.running = Key::NONE;
+    fn call(mut self: Box<Self>, core: &mut Core, sub: Key, message: Lent<'_>) {
+        let this = &mut *self;
+        match message.get::<M>() {
+            // A busy actor is never re-entered.
+            Some(message) => {
+                if let Ok(mut b) = this.actor.try_borrow_mut() {
+                    // The dispatch loop's panic boundary reads who was running.
+                    core.running = this.me;
+                    let ctx = &mut Context::with_route(core, this.me, &mut this.route);
+                    (this.f)(&mut b.actor, message, ctx);
+                    core.running = Key::NONE;
+                }
+            }
+            None => core.next = crate::subscription::Next::Reroute,
         }
         core.routes.put_handler(sub, self);
     }

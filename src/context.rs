@@ -174,6 +174,9 @@ pub struct Context<'a, A: Actor> {
     pub(crate) me: Key,
     /// In `shutdown_finish`: nothing may be started any more.
     pub(crate) finishing: bool,
+    /// Where a handler keeps the route of its last send
+    /// (`Core::send_routed`), if this context is a handler's.
+    route: Option<&'a mut Key>,
     _actor: PhantomData<fn(&mut A)>,
 }
 
@@ -189,6 +192,19 @@ impl<'a, A: Actor> Context<'a, A> {
             core,
             me,
             finishing: false,
+            route: None,
+            _actor: PhantomData,
+        }
+    }
+
+    /// A handler's context, whose sends keep their route in `route`.
+    #[inline(always)]
+    pub(crate) fn with_route(core: &'a mut Core, me: Key, route: &'a mut Key) -> Self {
+        Context {
+            core,
+            me,
+            finishing: false,
+            route: Some(route),
             _actor: PhantomData,
         }
     }
@@ -263,9 +279,12 @@ impl<'a, A: Actor> Context<'a, A> {
     /// It never blocks: a message for another locality whose inbox is full
     /// is dropped and counted in [`Stats::dropped_full`](crate::Stats::dropped_full)
     /// (use [`try_send`](Context::try_send) to keep it).
-    #[inline]
+    #[inline(always)]
     pub fn send<M: Send + 'static>(&mut self, to: &Address, message: M) {
-        self.core.send(to, self.me, message);
+        match self.route.as_deref_mut() {
+            Some(route) => self.core.send_routed(to, self.me, message, route),
+            None => self.core.send(to, self.me, message),
+        }
     }
 
     /// Subscribes `handler` to messages of type `M` on the actor's main address.

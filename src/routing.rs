@@ -77,6 +77,19 @@ impl Channel {
         self.first == sub || self.more.as_slice().contains(&sub)
     }
 
+    /// Adds `sub` after the others; the subscription that was alone here
+    /// until now, if one was.
+    fn join(&mut self, sub: Key) -> Option<Key> {
+        let was_alone = self.alone();
+        self.more.push(sub);
+        was_alone
+    }
+
+    /// The one subscription here, if there is one only.
+    fn alone(&self) -> Option<Key> {
+        self.more.is_empty().then_some(self.first)
+    }
+
     /// Removes `sub` (it must be here); `true` if the channel is now empty.
     fn remove(&mut self, sub: Key) -> bool {
         if self.first == sub {
@@ -89,6 +102,44 @@ impl Channel {
         }
         false
     }
+}
+
+/// What [`Routes::check_route`] says of a kept route.
+pub(crate) enum Kept {
+    /// It holds.
+    Holds,
+    /// It is live, for another address or type.
+    Elsewhere,
+    /// It is gone, or none was kept.
+    Gone,
+}
+
+/// The mark of a subscription alone in its channel (besides its type's tag).
+const ALONE: u32 = 1 << 31;
+
+/// A tag for a message type: 30 bits of its `TypeId` (so a mark is never
+/// the record's `END`). Two types may share a tag: a delivery checks the
+/// type again.
+#[inline(always)]
+pub(crate) fn type_tag(type_id: TypeId) -> u32 {
+    use std::hash::{Hash, Hasher};
+    struct Low(u64);
+    impl Hasher for Low {
+        fn finish(&self) -> u64 {
+            self.0
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            for b in bytes {
+                self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+            }
+        }
+        fn write_u64(&mut self, n: u64) {
+            self.0 ^= n;
+        }
+    }
+    let mut low = Low(0);
+    type_id.hash(&mut low);
+    (low.0 as u32) & ((1 << 30) - 1)
 }
 
 /// A type no message has, marking an address with no channel.
@@ -354,19 +405,29 @@ impl<T, H> Routes<T, H> {
             handler: Some(handler),
         });
         let slot = self.slot_mut(address)?;
-        if slot.first.type_id == type_id {
-            slot.first.more.push(sub);
+        // The subscription that was alone in the channel and is no longer
+        // (or, for a new channel, the new one, alone in it).
+        let (alone, now) = if slot.first.type_id == type_id {
+            (slot.first.join(sub), false)
         } else if let Some(channel) = slot
             .more
             .as_mut_slice()
             .iter_mut()
             .find(|c| c.type_id == type_id)
         {
-            channel.more.push(sub);
+            (channel.join(sub), false)
         } else if slot.first.type_id == TypeId::of::<NoType>() {
             slot.first = Channel::new(type_id, sub);
+            (Some(sub), true)
         } else {
             slot.more.push(Channel::new(type_id, sub));
+            (Some(sub), true)
+        };
+        let tag = type_tag(type_id);
+        self.subs.set_mark(sub, tag);
+        if let Some(alone) = alone {
+            self.subs
+                .set_mark(alone, if now { tag | ALONE } else { tag });
         }
         Some(sub)
     }
@@ -375,6 +436,8 @@ impl<T, H> Routes<T, H> {
     /// running, dropped when put back); `None` if it was gone.
     pub(crate) fn unsubscribe(&mut self, sub: Key) -> Option<Removed> {
         let record = self.subs.remove(sub)?;
+        // The subscription left alone in its channel, if one is.
+        let mut alone = None;
         if let Some(slot) = self.slot_mut(record.address) {
             if slot.first.holds(sub) {
                 if slot.first.remove(sub) {
@@ -382,12 +445,20 @@ impl<T, H> Routes<T, H> {
                         true => Channel::new(TypeId::of::<NoType>(), Key::NONE),
                         false => slot.more.remove(0),
                     };
+                } else {
+                    alone = slot.first.alone().map(|s| (s, slot.first.type_id));
                 }
-            } else if let Some(pos) = slot.more.as_slice().iter().position(|c| c.holds(sub))
-                && slot.more.as_mut_slice()[pos].remove(sub)
-            {
-                slot.more.remove(pos);
+            } else if let Some(pos) = slot.more.as_slice().iter().position(|c| c.holds(sub)) {
+                if slot.more.as_mut_slice()[pos].remove(sub) {
+                    slot.more.remove(pos);
+                } else {
+                    let channel = &slot.more.as_slice()[pos];
+                    alone = channel.alone().map(|s| (s, channel.type_id));
+                }
             }
+        }
+        if let Some((alone, type_id)) = alone {
+            self.subs.set_mark(alone, type_tag(type_id) | ALONE);
         }
         Some(Removed {
             sub,
@@ -439,6 +510,52 @@ impl<T, H> Routes<T, H> {
     #[inline(always)]
     pub(crate) fn take_handler(&mut self, sub: Key) -> Option<H> {
         self.subs.get_mut(sub)?.handler.take()
+    }
+
+    /// The first subscription to `type_id` on `address`, or `Key::NONE`
+    /// (none, or no such address): a route for a sender to keep
+    /// ([`check_route`](Self::check_route)) and put in its messages, for their
+    /// deliveries to check ([`take_route`](Self::take_route)).
+    pub(crate) fn first_of(&self, address: Key, type_id: TypeId) -> Key {
+        self.slot(address)
+            .and_then(|s| s.channel(type_id))
+            .map_or(Key::NONE, |c| c.first)
+    }
+
+    /// Whether a route kept from an earlier [`first_of`](Self::first_of)
+    /// holds for a message to `address` of a type tagged `tag`
+    /// ([`type_tag`]): `sub` is live, on `address`, and for such a type (a
+    /// subscription keeps its address and type for life).
+    #[inline(always)]
+    pub(crate) fn check_route(&self, sub: Key, address: Key, tag: u32) -> Kept {
+        match self.subs.get_with_mark(sub) {
+            Some((mark, s)) if mark & !ALONE == tag && s.address == address => Kept::Holds,
+            Some(_) => Kept::Elsewhere,
+            None => Kept::Gone,
+        }
+    }
+
+    /// Gives `sub` the mark of a type tagged `tag` (alone in its channel):
+    /// for a test of two types that share a tag.
+    #[cfg(test)]
+    pub(crate) fn retag(&mut self, sub: Key, tag: u32) {
+        self.subs.set_mark(sub, tag | ALONE);
+    }
+
+    /// [`take_handler`](Self::take_handler) for a subscription that is
+    /// still the only one of its channel, for a type whose tag is `tag`:
+    /// `None` if it is gone, has company, is for another tag, or its
+    /// handler is out. A subscription keeps its address and type for
+    /// life, so one found by [`first_of`](Self::first_of) for (address,
+    /// `M`) that is still alone is what [`find`](Self::find) would say now
+    /// (`Found::One`), if its type is `M`: two types may share a tag, so
+    /// the handler checks the type again (and, if it is not its own, sets
+    /// `Next::Reroute`). The test is the record's mark (its type's tag and
+    /// whether it is alone, kept by `subscribe` and `unsubscribe`), read
+    /// beside its generation.
+    #[inline(always)]
+    pub(crate) fn take_route(&mut self, sub: Key, tag: u32) -> Option<H> {
+        self.subs.get_mut_marked(sub, tag | ALONE)?.handler.take()
     }
 
     /// Puts a handler back after its call; `false` if its subscription was

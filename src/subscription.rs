@@ -124,6 +124,8 @@ pub(crate) enum Next {
     Forward(Address, Key),
     /// Nobody heard it.
     Dropped(DeadLetterReason),
+    /// The handler it was given takes another type: route it.
+    Reroute,
 }
 
 /// The handler of the one subscription to `M` on `dest`, taken out to be
@@ -242,8 +244,9 @@ impl<M, F> FnHandler<M, F> {
 
 impl<M: 'static, F: Fn(&mut Core, &M) + 'static> Handler for FnHandler<M, F> {
     fn call(self: Box<Self>, core: &mut Core, sub: Key, message: Lent<'_>) {
-        if let Some(message) = message.get::<M>() {
-            (self.f)(core, message);
+        match message.get::<M>() {
+            Some(message) => (self.f)(core, message),
+            None => core.next = Next::Reroute,
         }
         core.routes.put_handler(sub, self);
     }

@@ -306,8 +306,9 @@ struct Record<M>(Rc<RefCell<Vec<M>>>, PhantomData<fn(M)>);
 
 impl<M: Clone + 'static> Handler for Record<M> {
     fn call(self: Box<Self>, core: &mut Core, sub: Key, message: crate::queue::Lent<'_>) {
-        if let Some(message) = message.get::<M>() {
-            self.0.borrow_mut().push(message.clone());
+        match message.get::<M>() {
+            Some(message) => self.0.borrow_mut().push(message.clone()),
+            None => core.next = crate::subscription::Next::Reroute,
         }
         core.routes.put_handler(sub, self);
     }

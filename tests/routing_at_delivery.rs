@@ -202,3 +202,213 @@ fn a_first_subscriber_made_between_send_and_delivery_hears_the_message() {
     assert_eq!(heard, ["first heard x"]);
     assert_eq!(after.dropped_unsubscribed, before.dropped_unsubscribed);
 }
+
+// A handler keeps the route of its last send and uses it again while it
+// holds (w1's fast path): the tests below send from one handler several
+// times, with changes between its sends.
+
+struct Other(&'static str);
+
+/// Hears `Note` and `Other`; told an `Order`, changes its `Note` subscribers.
+struct Target {
+    log: Log,
+    note_sub: Option<SubscriptionId>,
+}
+
+enum Order {
+    /// Replace the `Note` subscription with another handler.
+    Replace,
+    /// Add a second `Note` subscriber.
+    AddSecond,
+}
+
+impl Actor for Target {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.note_sub = Some(ctx.subscribe(Self::on_note));
+        ctx.subscribe(|me: &mut Self, other: &Other, _: &mut Context<'_, Self>| {
+            me.log.push(format!("target heard other {}", other.0));
+        });
+        ctx.subscribe(Self::on_order);
+    }
+}
+
+impl Target {
+    fn on_note(&mut self, note: &Note, _: &mut Context<'_, Self>) {
+        self.log.push(format!("target heard {}", note.0));
+    }
+
+    fn on_order(&mut self, order: &Order, ctx: &mut Context<'_, Self>) {
+        let second = |me: &mut Self, note: &Note, _: &mut Context<'_, Self>| {
+            me.log.push(format!("second heard {}", note.0));
+        };
+        match order {
+            Order::Replace => {
+                ctx.unsubscribe(self.note_sub.take().unwrap()).unwrap();
+                ctx.subscribe(second);
+            }
+            Order::AddSecond => {
+                ctx.subscribe(second);
+            }
+        }
+    }
+}
+
+/// Told `Tell`, sends each of its messages from the same handler.
+struct Teller;
+
+struct Tell(Vec<(Address, Say)>);
+
+#[derive(Clone, Copy)]
+enum Say {
+    Note(&'static str),
+    Other(&'static str),
+}
+
+impl Actor for Teller {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        ctx.subscribe(|_: &mut Self, tell: &Tell, ctx: &mut Context<'_, Self>| {
+            for (to, say) in &tell.0 {
+                match *say {
+                    Say::Note(n) => ctx.send(to, Note(n)),
+                    Say::Other(n) => ctx.send(to, Other(n)),
+                }
+            }
+        });
+    }
+}
+
+/// A teller and two targets, `a` and `b` (each with its log), operational.
+struct Setup {
+    locality: commutator::Locality,
+    teller: Address,
+    a: Address,
+    b: Address,
+    log: Log,
+    b_log: Log,
+    clock: Clock,
+}
+
+fn tellers() -> Setup {
+    let clock = Clock::new();
+    let (log, b_log) = (Log::new(), Log::new());
+    let (mut locality, root) = root_on_l0();
+    let teller = locality.spawn(&root, Teller).finish().unwrap();
+    let target = |log: &Log| Target {
+        log: log.clone(),
+        note_sub: None,
+    };
+    let a = locality.spawn(&root, target(&log)).finish().unwrap();
+    let b = locality.spawn(&root, target(&b_log)).finish().unwrap();
+    locality.run_until_idle(clock.at(0));
+    Setup {
+        locality,
+        teller,
+        a,
+        b,
+        log,
+        b_log,
+        clock,
+    }
+}
+
+#[test]
+fn a_handler_sending_again_reaches_a_subscriber_that_replaced_the_first_between_its_sends() {
+    let Setup {
+        mut locality,
+        teller,
+        a,
+        log,
+        clock,
+        ..
+    } = tellers();
+    let tell = |n| Tell(vec![(a.clone(), Say::Note(n))]);
+    locality.send(&teller, tell("1")).unwrap();
+    locality.run_until_idle(clock.at(0));
+    locality.send(&a, Order::Replace).unwrap();
+    locality.run_until_idle(clock.at(0));
+    locality.send(&teller, tell("2")).unwrap();
+    locality.run_until_idle(clock.at(0));
+    assert_eq!(log.lines(), ["target heard 1", "second heard 2"]);
+}
+
+#[test]
+fn a_handler_sending_again_reaches_a_second_subscriber_added_between_its_sends() {
+    let Setup {
+        mut locality,
+        teller,
+        a,
+        log,
+        clock,
+        ..
+    } = tellers();
+    let tell = |n| Tell(vec![(a.clone(), Say::Note(n))]);
+    locality.send(&teller, tell("1")).unwrap();
+    locality.run_until_idle(clock.at(0));
+    locality.send(&a, Order::AddSecond).unwrap();
+    locality.run_until_idle(clock.at(0));
+    locality.send(&teller, tell("2")).unwrap();
+    locality.run_until_idle(clock.at(0));
+    assert_eq!(
+        log.lines(),
+        ["target heard 1", "target heard 2", "second heard 2"]
+    );
+}
+
+#[test]
+fn a_handler_sending_two_types_to_one_address_reaches_the_subscriber_of_each() {
+    let Setup {
+        mut locality,
+        teller,
+        a,
+        log,
+        clock,
+        ..
+    } = tellers();
+    let says = [
+        Say::Note("1"),
+        Say::Other("2"),
+        Say::Note("3"),
+        Say::Other("4"),
+    ];
+    let tell = Tell(says.iter().map(|s| (a.clone(), *s)).collect());
+    locality.send(&teller, tell).unwrap();
+    locality.run_until_idle(clock.at(0));
+    assert_eq!(
+        log.lines(),
+        [
+            "target heard 1",
+            "target heard other 2",
+            "target heard 3",
+            "target heard other 4"
+        ]
+    );
+}
+
+#[test]
+fn a_handler_sending_to_two_addresses_in_turn_reaches_each() {
+    let Setup {
+        mut locality,
+        teller,
+        a,
+        b,
+        log,
+        b_log,
+        clock,
+    } = tellers();
+    let tell = Tell(vec![
+        (a.clone(), Say::Note("1")),
+        (b.clone(), Say::Note("2")),
+        (a.clone(), Say::Note("3")),
+    ]);
+    locality.send(&teller, tell).unwrap();
+    locality
+        .send(&teller, Tell(vec![(a.clone(), Say::Note("4"))]))
+        .unwrap();
+    locality.run_until_idle(clock.at(0));
+    assert_eq!(
+        log.lines(),
+        ["target heard 1", "target heard 3", "target heard 4"]
+    );
+    assert_eq!(b_log.lines(), ["target heard 2"]);
+    assert_eq!(locality.stats().dropped_unsubscribed, 0);
+}

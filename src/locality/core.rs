@@ -196,7 +196,7 @@ impl Core {
     /// Sends a user message to an address of another locality.
     #[cold]
     #[inline(never)]
-    fn send_remote<M: Send + 'static>(&mut self, to: &Address, sender: Key, message: M) {
+    pub(crate) fn send_remote<M: Send + 'static>(&mut self, to: &Address, sender: Key, message: M) {
         use crate::dead_letter::DeadLetterReason;
         let (outcome, refused) = match self.post_remote(to, message) {
             Ok(()) => ("to another locality", None),

@@ -7,6 +7,10 @@
 //! key is given, and its fields are empty (no handler), so there is no
 //! occupied-or-vacant tag to test besides. Vacant records are chained
 //! through their `link`, most recently freed first (as `slab` reuses them).
+//!
+//! A live record's `link` holds a mark of the caller's instead (see
+//! [`Records::set_mark`]), so that a test of the mark reads the word beside
+//! the generation.
 
 use crate::arena::Key;
 
@@ -18,7 +22,8 @@ const END: u32 = u32::MAX;
 /// One record: live while its generation is not [`VACANT`].
 pub(super) struct Record<R> {
     generation: u32,
-    /// The next vacant record, while vacant.
+    /// The next vacant record, while vacant; while live, its mark
+    /// ([`END`] until one is set).
     link: u32,
     pub(super) value: R,
 }
@@ -94,6 +99,34 @@ impl<R: Default> Records<R> {
         match self.records.get_mut(key.idx as usize) {
             Some(r) if r.generation == key.generation => Some(&mut r.value),
             _ => None,
+        }
+    }
+
+    /// The value of a live key, with its mark.
+    #[inline(always)]
+    pub(super) fn get_with_mark(&self, key: Key) -> Option<(u32, &R)> {
+        match self.records.get(key.idx as usize) {
+            Some(r) if r.generation == key.generation => Some((r.link, &r.value)),
+            _ => None,
+        }
+    }
+
+    /// The value of a live key whose mark is `mark`.
+    #[inline(always)]
+    pub(super) fn get_mut_marked(&mut self, key: Key, mark: u32) -> Option<&mut R> {
+        match self.records.get_mut(key.idx as usize) {
+            Some(r) if r.generation == key.generation && r.link == mark => Some(&mut r.value),
+            _ => None,
+        }
+    }
+
+    /// Sets the mark of a live key (`END` until set; a mark must not be `END`).
+    pub(super) fn set_mark(&mut self, key: Key, mark: u32) {
+        debug_assert_ne!(mark, END);
+        if let Some(r) = self.records.get_mut(key.idx as usize)
+            && r.generation == key.generation
+        {
+            r.link = mark;
         }
     }
 

@@ -128,3 +128,63 @@ fn removing_an_address_removes_its_subscriptions_and_stale_keys_miss() {
     assert_eq!(r.address(a), None, "but the old key stays stale");
     assert_eq!(r.subscriptions(), 0);
 }
+
+#[test]
+fn a_kept_route_holds_while_its_subscription_lives_and_is_taken_while_it_is_alone() {
+    let mut r = routes();
+    let a = r.add_address(|_| "a");
+    let b = r.add_address(|_| "b");
+    let (ta, tb) = (TypeId::of::<A>(), TypeId::of::<B>());
+    let (tag_a, tag_b) = (type_tag(ta), type_tag(tb));
+    assert_ne!(tag_a, tag_b);
+    assert_eq!(r.first_of(a, ta), Key::NONE, "nobody yet");
+    let s1 = r.subscribe(a, ta, Key::NONE, 1).unwrap();
+    assert_eq!(r.first_of(a, ta), s1);
+    assert!(r.holds(s1, a, tag_a));
+    assert!(!r.holds(s1, b, tag_a), "another address");
+    assert!(!r.holds(s1, a, tag_b), "another type");
+    assert_eq!(r.take_route(s1, tag_b), None);
+    assert_eq!(r.take_route(s1, tag_a), Some(1));
+    assert_eq!(r.take_route(s1, tag_a), None, "out already");
+    assert!(r.put_handler(s1, 1));
+
+    // Company: still the first (kept by a sender), never taken straight.
+    let s2 = r.subscribe(a, ta, Key::NONE, 2).unwrap();
+    assert!(r.holds(s1, a, tag_a));
+    assert_eq!(r.take_route(s1, tag_a), None);
+    assert_eq!(r.take_route(s2, tag_a), None);
+    r.unsubscribe(s2).unwrap();
+    assert_eq!(r.take_route(s1, tag_a), Some(1), "alone again");
+    assert!(r.put_handler(s1, 1));
+
+    // Channels apart from the first keep their marks too.
+    let s3 = r.subscribe(a, tb, Key::NONE, 3).unwrap();
+    assert_eq!(r.take_route(s3, tag_b), Some(3));
+    assert!(r.put_handler(s3, 3));
+    let s4 = r.subscribe(a, tb, Key::NONE, 4).unwrap();
+    assert_eq!(r.take_route(s3, tag_b), None);
+    r.unsubscribe(s3).unwrap();
+    assert_eq!(r.first_of(a, tb), s4);
+    assert_eq!(r.take_route(s4, tag_b), Some(4), "left alone");
+    assert!(r.put_handler(s4, 4));
+    assert_eq!(r.take_route(s1, tag_a), Some(1), "the other channel's");
+    assert!(r.put_handler(s1, 1));
+
+    // Gone: its record reused by a subscription elsewhere.
+    r.unsubscribe(s1).unwrap();
+    assert!(!r.holds(s1, a, tag_a));
+    let s5 = r.subscribe(b, ta, Key::NONE, 5).unwrap();
+    assert_eq!(s5.idx, s1.idx, "the record is reused");
+    assert!(!r.holds(s1, a, tag_a));
+    assert!(!r.holds(s5, a, tag_a), "on another address");
+    assert_eq!(r.take_route(s1, tag_a), None);
+    r.remove_address(b).unwrap();
+    assert!(!r.holds(s5, b, tag_a));
+    assert_eq!(r.take_route(s5, tag_a), None);
+}
+
+impl Routes<&'static str, u32> {
+    fn holds(&self, sub: Key, address: Key, tag: u32) -> bool {
+        matches!(self.check_route(sub, address, tag), Kept::Holds)
+    }
+}
