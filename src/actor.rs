@@ -7,24 +7,23 @@ use crate::error::Error;
 use crate::lifecycle;
 use crate::locality::Core;
 use crate::plugin::{Plugin, PluginState, Vote};
-use crate::queue::Lent;
-use crate::subscription::Handler;
 use crate::supervisor::SupervisorState;
 use smallvec::SmallVec;
 use std::any::Any;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
-use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 use std::time::Duration;
 
+mod handler;
 mod hooks;
 mod main_address;
 mod panics;
 mod parent;
 
+pub(crate) use handler::ActorHandler;
 pub(crate) use hooks::{NO_EXTRAS, call_hook, call_hook_known, known_hooks, skips};
 pub(crate) use panics::{guarded, panic_message, panicked};
 pub(crate) use parent::{CellParent, Parent, ParentLink};
@@ -368,56 +367,6 @@ pub(crate) type ActorRc<A> = Rc<RefCell<ActorBox<A>>>;
 pub(crate) fn typed_actor<A: Actor>(core: &Core, me: Key) -> Option<ActorRc<A>> {
     let erased: Rc<dyn Any> = core.actors.get(me)?.actor.clone();
     erased.downcast::<RefCell<ActorBox<A>>>().ok()
-}
-
-/// A handler of actor `A` for messages `M`: holds the actor's typed cell, so
-/// a delivery reaches the actor without a lookup or a downcast.
-pub(crate) struct ActorHandler<A: Actor, M, F> {
-    actor: ActorRc<A>,
-    me: Key,
-    /// The route of this handler's last send, kept for the next
-    /// (`Core::send_routed`).
-    route: Key,
-    f: F,
-    _message: PhantomData<fn(&M)>,
-}
-
-impl<A: Actor, M, F> ActorHandler<A, M, F> {
-    pub(crate) fn new(actor: ActorRc<A>, me: Key, f: F) -> Self {
-        ActorHandler {
-            actor,
-            me,
-            route: Key::NONE,
-            f,
-            _message: PhantomData,
-        }
-    }
-}
-
-impl<A, M, F> Handler for ActorHandler<A, M, F>
-where
-    A: Actor,
-    M: 'static,
-    F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
-{
-    #[inline]
-    fn call(mut self: Box<Self>, core: &mut Core, sub: Key, message: Lent<'_>) {
-        let this = &mut *self;
-        match message.get::<M>() {
-            // A busy actor is never re-entered.
-            Some(message) => {
-                if let Ok(mut b) = this.actor.try_borrow_mut() {
-                    // The dispatch loop's panic boundary reads who was running.
-                    core.running = this.me;
-                    let ctx = &mut Context::with_route(core, this.me, &mut this.route);
-                    (this.f)(&mut b.actor, message, ctx);
-                    core.running = Key::NONE;
-                }
-            }
-            None => core.next = crate::subscription::Next::Reroute,
-        }
-        core.routes.put_handler(sub, self);
-    }
 }
 
 /// What a locality keeps for one actor.
