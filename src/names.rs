@@ -9,10 +9,11 @@
 //! append-only and bounded ([`MAX_NAMES`]); past the bound, names are no
 //! longer interned and addresses carry their own (an allocation, as before).
 
+use crate::routing::TypeIdHasher;
 use std::any::TypeId;
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// The index of a name in its locality's table.
@@ -229,27 +230,6 @@ impl TypeNames {
                 false => u16::from(bit) << 8,
             };
         }
-    }
-}
-
-/// `TypeId` is already a hash: fold its bits instead of hashing them again.
-#[derive(Default)]
-struct TypeIdHasher(u64);
-
-impl Hasher for TypeIdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 ^= n;
-    }
-    fn write_u128(&mut self, n: u128) {
-        self.0 ^= n as u64 ^ (n >> 64) as u64;
     }
 }
 

@@ -123,23 +123,30 @@ const ALONE: u32 = 1 << 31;
 #[inline(always)]
 pub(crate) fn type_tag(type_id: TypeId) -> u32 {
     use std::hash::{Hash, Hasher};
-    struct Low(u64);
-    impl Hasher for Low {
-        fn finish(&self) -> u64 {
-            self.0
-        }
-        fn write(&mut self, bytes: &[u8]) {
-            for b in bytes {
-                self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-            }
-        }
-        fn write_u64(&mut self, n: u64) {
-            self.0 ^= n;
+    let mut folded = TypeIdHasher::default();
+    type_id.hash(&mut folded);
+    (folded.finish() as u32) & ((1 << 30) - 1)
+}
+
+/// `TypeId` is already a hash: fold its bits instead of hashing them again.
+#[derive(Default)]
+pub(crate) struct TypeIdHasher(u64);
+
+impl std::hash::Hasher for TypeIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
         }
     }
-    let mut low = Low(0);
-    type_id.hash(&mut low);
-    (low.0 as u32) & ((1 << 30) - 1)
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+    fn write_u128(&mut self, n: u128) {
+        self.0 ^= n as u64 ^ (n >> 64) as u64;
+    }
 }
 
 /// A type no message has, marking an address with no channel.
