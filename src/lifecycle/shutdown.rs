@@ -248,34 +248,48 @@ fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key, reason: Error) 
     // removed addresses: only its slot goes.
     // The cell keeps no copy of its main address: the slot's goes with it.
     let quiet = core.inspect.level == 0 && core.dead_letters.is_none();
-    let address = match quiet {
-        true => core
+    // A plain actor's (no rare part: no watchers, servers or I/O to tell)
+    // when the debug line is off: nothing after this needs its address
+    // but its id (this locality's, its key), so the address goes with its
+    // slot at once, not moved out for later (the moves of the removed
+    // slot through the stack stalled the loads that read it back).
+    let dropped = quiet
+        && !tracing::level_enabled!(tracing::Level::DEBUG)
+        && core.actors.get(me).is_some_and(|cell| cell.rare.is_none())
+        && core.routes.discard_unsubscribed(main);
+    let address = match (dropped, quiet) {
+        (true, _) => None,
+        (false, true) => core
             .routes
             .remove_unsubscribed(main)
             .map(|info| info.address),
-        false => None,
+        (false, false) => None,
     };
     let address = match address {
         Some(address) => Some(address),
+        None if dropped => None,
         None => crate::subscription::remove_address(core, main),
     };
     crate::future::actor_gone(core, me);
     // Kept in an `Option`, dropped in place at the end (a cell is moved
     // once, out of the arena, not again into the drop's panic guard).
     let mut removed = core.actors.remove(me);
-    let (Some(cell), Some(address)) = (removed.as_mut(), address) else {
+    let Some(cell) = removed.as_mut() else {
         return;
     };
-    if let Some(plugins) = cell.plugins_ref() {
-        link::notify_servers(core, &address, plugins);
-        core.io.borrow_mut().forget(plugins.io.iter().copied());
+    let child = match &address {
+        Some(address) => ChildId::of(address),
+        None if dropped => ChildId::new(core.id(), main),
+        None => return,
+    };
+    if let Some(address) = &address {
+        if let Some(plugins) = cell.plugins_ref() {
+            link::notify_servers(core, address, plugins);
+            core.io.borrow_mut().forget(plugins.io.iter().copied());
+        }
+        watch::finished(core, cell, address, &reason);
     }
-    watch::finished(core, cell, &address, &reason);
-    let (parent, child, leaf) = (
-        cell.take_parent(),
-        ChildId::of(&address),
-        cell.supervisor.is_none(),
-    );
+    let (parent, leaf) = (cell.take_parent(), cell.supervisor.is_none());
     // `should_restart`, then the actor's own `Drop`: user code, behind one
     // panic guard. The `Drop` goes before its supervisor hears of it,
     // which may finish the supervisor at once.
@@ -283,8 +297,10 @@ fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key, reason: Error) 
     let ended = crate::actor::guarded(core, me, || {
         if let Some(cell) = &removed {
             restart = cell.actor.should_restart(&reason);
-            if tracing::level_enabled!(tracing::Level::DEBUG) {
-                log_down(&address, &reason);
+            if let Some(address) = &address
+                && tracing::level_enabled!(tracing::Level::DEBUG)
+            {
+                log_down(address, &reason);
             }
         }
         removed = None;
@@ -293,8 +309,10 @@ fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key, reason: Error) 
     // `should_restart` (caught, logged, `false`) leaves it: the debug
     // line and the `Drop` follow, behind a guard of their own, as before.
     if ended.is_err() && removed.is_some() {
-        if tracing::level_enabled!(tracing::Level::DEBUG) {
-            log_down(&address, &reason);
+        if let Some(address) = &address
+            && tracing::level_enabled!(tracing::Level::DEBUG)
+        {
+            log_down(address, &reason);
         }
         let _ = crate::actor::guarded(core, me, || removed = None);
     }

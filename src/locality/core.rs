@@ -149,8 +149,10 @@ impl Core {
         &self.shared.name
     }
 
+    /// The `#n` of the next actor made here (`LocalityShared::next_seq_here`).
+    #[inline]
     pub(crate) fn next_seq(&mut self) -> u64 {
-        self.shared.next_seq()
+        self.shared.next_seq_here()
     }
 
     /// Appends an envelope to the FIFO queue.
