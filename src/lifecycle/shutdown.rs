@@ -120,11 +120,11 @@ fn shutdown_request(
             && skips(&core.type_names, Hook::ShutdownFinish, hooks)
         {
             set_cell_state(&core.routes, cell, ActorState::ShutDown);
-            let main = cell.main;
+            let (main, plain) = (cell.main, cell.rare.is_none());
             if before == ActorState::Operational && core.child_watch {
                 crate::entity::watch::leaving(core, me);
             }
-            finish_removal(core, me, main, sup, reason);
+            finish_removal(core, me, main, sup, reason, plain);
             return Ok(());
         }
     }
@@ -209,7 +209,7 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         // A burst of shutdowns is over: the map gives its room back.
         core.reasons = Default::default();
     }
-    finish_removal(core, me, main, Key::NONE, reason);
+    finish_removal(core, me, main, Key::NONE, reason, false);
 }
 
 /// What an actor with a rare part (or whose `shutdown_finish` ran) may
@@ -240,8 +240,9 @@ fn finish_rare(core: &mut Core, me: Key) -> bool {
 /// address: the address and the cell go, `should_restart` and its `Drop`
 /// run, and its supervisor hears of it (`sup`: the supervisor's key, if
 /// the caller knows it, else `Key::NONE`), with `reason` (taken out of
-/// its cell, if it was kept there).
-fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key, reason: Error) {
+/// its cell, if it was kept there); `plain`: the caller read that the
+/// cell has no rare part (`false` if it does not know).
+fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key, reason: Error, plain: bool) {
     // Its timers and requests are listed by its slot in their sets.
     end_timers_and_requests(core, me);
     // An address without subscriptions (most), when nothing remembers
@@ -253,9 +254,9 @@ fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key, reason: Error) 
     // but its id (this locality's, its key), so the address goes with its
     // slot at once, not moved out for later (the moves of the removed
     // slot through the stack stalled the loads that read it back).
-    let dropped = quiet
+    let dropped = plain
+        && quiet
         && !tracing::level_enabled!(tracing::Level::DEBUG)
-        && core.actors.get(me).is_some_and(|cell| cell.rare.is_none())
         && core.routes.discard_unsubscribed(main);
     let address = match (dropped, quiet) {
         (true, _) => None,

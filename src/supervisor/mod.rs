@@ -191,6 +191,7 @@ pub(crate) struct ChildRecord {
 }
 
 impl ChildRecord {
+    #[inline]
     pub(crate) fn is(&self, child: ChildId) -> bool {
         self.address
             .as_ref()
@@ -258,6 +259,7 @@ impl SupervisorState {
         self.default_hooks & hook == 0
     }
 
+    #[inline]
     pub(crate) fn child_mut(&mut self, slot: usize, child: ChildId) -> Option<&mut ChildRecord> {
         self.children.get_mut(slot).filter(|c| c.is(child))
     }
