@@ -56,7 +56,7 @@ impl Late {
                 ctx.start_timer(Duration::from_secs(3600), |_, _, _| {});
             }
             What::Identity => {
-                ctx.create_address("extra");
+                ctx.create_address("extra").unwrap();
             }
             What::Watcher => {
                 let me = ctx.address().clone();
@@ -195,7 +195,8 @@ impl Actor for DeadLetterReader {
                     d.destination().split('/').next().unwrap_or("")
                 ));
             },
-        );
+        )
+        .unwrap();
     }
 }
 
