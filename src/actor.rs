@@ -451,36 +451,26 @@ impl ActorCell {
 }
 
 /// The registry the actor in `cell` uses: the one set for it
-/// (`Rare::registry`), else the one it made as a supervisor `with_registry`;
-/// else it inherits: the one its supervisor here keeps for its
-/// descendants, else the one set for the supervisor, else what the
-/// supervisor inherits, and so on up. A cell keeps no copy of what it
-/// inherits (8 bytes less per actor, and a cell's arena entry in one
-/// cache line): a supervisor's registry is set before it has any child
-/// (`spawn_from`; its registry child, made before, has its own set), so
-/// looking it up when asked says what a copy made at the spawn would.
+/// (`Rare::registry`), else, for a supervisor, the one its descendants
+/// inherit (`SupervisorState::registry`: the one it made `with_registry`,
+/// else its own), else its supervisor's for its descendants. A cell keeps
+/// no copy of what it inherits (8 bytes less per actor, and a cell's arena
+/// entry in one cache line): a supervisor's is set when it becomes one,
+/// before it has any child (`spawn_from`, `entity::make_supervisor`; its
+/// registry child, made before, has its own set), so looking it up when
+/// asked says what a copy made at the spawn would, in one step.
 pub(crate) fn registry_of<'c>(core: &'c Core, cell: &'c ActorCell) -> Option<&'c Rc<Address>> {
-    let own = |cell: &'c ActorCell| cell.rare.as_deref().and_then(|r| r.registry.as_ref());
-    let kept = |cell: &'c ActorCell| cell.supervisor.as_deref().and_then(|s| s.registry.as_ref());
-    if let Some(own) = own(cell) {
+    if let Some(own) = cell.rare.as_deref().and_then(|r| r.registry.as_ref()) {
         return own.as_ref();
     }
-    if let Some(kept) = kept(cell) {
-        return Some(kept);
+    if let Some(sup) = cell.supervisor.as_deref() {
+        return sup.registry.as_ref();
     }
-    let mut cell = cell;
-    loop {
-        let Some(Parent::Local { key, .. }) = cell.parent() else {
-            return None;
-        };
-        cell = core.actors.get(core.routes.address(key)?.owner)?;
-        if let Some(kept) = kept(cell) {
-            return Some(kept);
-        }
-        if let Some(own) = own(cell) {
-            return own.as_ref();
-        }
-    }
+    let Some(Parent::Local { key, .. }) = cell.parent() else {
+        return None;
+    };
+    let supervisor = core.actors.get(core.routes.address(key)?.owner)?;
+    supervisor.supervisor.as_deref()?.registry.as_ref()
 }
 
 /// Calls `run` with the actor of type `A` at `me` and a context for it.

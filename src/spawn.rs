@@ -130,12 +130,22 @@ fn spawn_from<A: Actor>(
         Some(_) => 0, // the reserved address has its number
         None => core.next_seq(),
     };
-    // Kept only if it is not what the actor inherits from a supervisor
-    // here (`registry_of` finds that when asked).
+    // Kept by the cell only if it is not what the actor inherits from a
+    // supervisor here (`registry_of` finds that when asked); a supervisor
+    // keeps the one it uses for its children to inherit.
     let local_parent = matches!(parent, Some(ParentLink::Local { .. }));
     let registry = registry
-        .filter(|_| explicit_registry || !local_parent)
+        .filter(|_| explicit_registry || !local_parent || supervisor.is_some())
         .map(|r| shared_registry(core, parent.as_ref(), r));
+    let (registry, descendants) = match supervisor.is_some() {
+        true => (
+            registry
+                .clone()
+                .filter(|_| explicit_registry || !local_parent),
+            registry,
+        ),
+        false => (registry, None),
+    };
     let (parent, far_parent) = ActorCell::split_parent(parent);
     let rare = (config != ActorConfig::default() || far_parent.is_some() || registry.is_some())
         .then(|| {
@@ -148,7 +158,11 @@ fn spawn_from<A: Actor>(
         });
     let with_registry = supervisor.as_ref().is_some_and(|c| c.registry);
     let flag = supervisor.as_ref().and_then(|c| c.shutdown_flag.clone());
-    let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(*c)));
+    let supervisor = supervisor.map(|c| {
+        let mut state = SupervisorState::new(*c);
+        state.registry = descendants;
+        Box::new(state)
+    });
     // The actor's key first, so that its address is made with its owner.
     // A plain actor's name is its type's, interned: its address allocates nothing.
     let name = match name {
@@ -190,7 +204,8 @@ fn spawn_from<A: Actor>(
             cell.rare().registry = Some(inherited);
         }
         // The new registry serves the descendants; the supervisor itself
-        // uses it too (`registry_of`), unless it was given one of its own.
+        // uses it too (`registry_of`), unless it was given one of its own
+        // (kept in its rare part).
         if let Some(sup) = crate::supervisor::sup_mut(core, me) {
             sup.registry = Some(Rc::new(registry));
         }

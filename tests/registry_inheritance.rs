@@ -147,3 +147,46 @@ fn a_grandchild_registers_and_discovers_in_the_registry_it_inherits() {
     l.run_until_idle(clock.at(0));
     assert_eq!(log.take(), vec!["service: UnknownService"]);
 }
+
+/// An entity: says which registry it uses.
+struct Member(common::Log);
+impl Actor for Member {
+    fn init_start(&mut self, ctx: &mut Context<'_, Self>) {
+        let registry = ctx.registry().map(common::short);
+        self.0
+            .push(format!("{}: {registry:?}", common::short(ctx.address())));
+    }
+}
+
+/// Routed to a member by its key.
+struct Hi;
+
+#[test]
+fn an_entity_set_made_a_supervisor_at_its_init_passes_its_registry_on() {
+    let clock = Clock::new();
+    let log = common::Log::new();
+    let mut l = Locality::named("L0");
+    let root = l
+        .spawn_root(Sup)
+        .name("root")
+        .supervisor(SupervisorConfig::default().with_registry())
+        .finish()
+        .unwrap();
+    let registry = common::short(&l.registry_of(&root).unwrap());
+    let members = log.clone();
+    let set = commutator::EntitySet::new(move |_: &u32| Member(members.clone())).route::<Hi>();
+    let set = l.spawn(&root, set).name("set").finish().unwrap();
+    l.run_until_idle(clock.at(0));
+    l.send(&set, commutator::Keyed::new(7u32, Hi)).unwrap();
+    l.run_until_idle(clock.at(0));
+    assert_eq!(
+        l.registry_of(&set).map(|r| common::short(&r)),
+        Some(registry.clone())
+    );
+    let lines = log.take();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].ends_with(&format!(": Some({registry:?})")),
+        "{lines:?}"
+    );
+}

@@ -214,7 +214,9 @@ pub(crate) struct SupervisorState {
     /// that starting them never scans every child: each child's exit, init
     /// and start costs O(log n), not O(n).
     pub(crate) held: BTreeSet<usize>,
-    /// The registry this supervisor made for its descendants (`with_registry`).
+    /// The registry its descendants inherit: the one it made
+    /// (`with_registry`), else the one it uses itself (set when it became
+    /// a supervisor: `actor::registry_of` reads it for its children).
     pub(crate) registry: Option<std::rc::Rc<Address>>,
     /// Its hooks that are the trait's defaults, found on their first call
     /// (`HOOK_INIT`, `HOOK_SHUTDOWN`): not called again.
