@@ -408,11 +408,11 @@ pub(crate) struct Rare {
     pub(crate) plugins: PluginState,
     /// The link to a supervisor on another locality (`CellParent`).
     pub(crate) far_parent: Option<Box<(Address, usize)>>,
-    /// The registry this actor uses, when it is not its supervisor's
-    /// (`registry_of`): `Some` (of `None` for none) if it was given on
-    /// its builder, its supervisor is elsewhere, or it is a supervisor
-    /// made `with_registry` (or that registry) whose own registry differs
-    /// from what its children inherit.
+    /// The registry this actor uses when it is not the one it would
+    /// inherit (`registry_of`): `Some` (of `None` for none) if it was given
+    /// on its builder, its supervisor is elsewhere, or it is the registry
+    /// child of a supervisor made `with_registry` (what the supervisor
+    /// used before it).
     pub(crate) registry: Option<Option<Rc<Address>>>,
 }
 
