@@ -380,9 +380,6 @@ pub(crate) struct ActorCell {
     /// Its supervisor (`None` for a root); see [`ActorCell::parent`].
     pub(crate) parent: Option<CellParent>,
     pub(crate) supervisor: Option<Box<SupervisorState>>,
-    /// The registry this actor uses (inherited from its supervisor: the
-    /// same `Rc`, so that the cell keeps a pointer, not an address).
-    pub(crate) registry: Option<Rc<Address>>,
     /// What few actors use, made on first use.
     pub(crate) rare: Option<Box<Rare>>,
     pub(crate) state: ActorState,
@@ -411,6 +408,12 @@ pub(crate) struct Rare {
     pub(crate) plugins: PluginState,
     /// The link to a supervisor on another locality (`CellParent`).
     pub(crate) far_parent: Option<Box<(Address, usize)>>,
+    /// The registry this actor uses when it is not the one it would
+    /// inherit (`registry_of`): `Some` (of `None` for none) if it was given
+    /// on its builder, its supervisor is elsewhere, or it is the registry
+    /// child of a supervisor made `with_registry` (what the supervisor
+    /// used before it).
+    pub(crate) registry: Option<Option<Rc<Address>>>,
 }
 
 impl ActorCell {
@@ -445,6 +448,29 @@ impl ActorCell {
     pub(crate) fn child_id(&self, locality: u32) -> crate::supervisor::ChildId {
         crate::supervisor::ChildId::new(locality, self.main)
     }
+}
+
+/// The registry the actor in `cell` uses: the one set for it
+/// (`Rare::registry`), else, for a supervisor, the one its descendants
+/// inherit (`SupervisorState::registry`: the one it made `with_registry`,
+/// else its own), else its supervisor's for its descendants. A cell keeps
+/// no copy of what it inherits (8 bytes less per actor, and a cell's arena
+/// entry in one cache line): a supervisor's is set when it becomes one,
+/// before it has any child (`spawn_from`, `entity::make_supervisor`; its
+/// registry child, made before, has its own set), so looking it up when
+/// asked says what a copy made at the spawn would, in one step.
+pub(crate) fn registry_of<'c>(core: &'c Core, cell: &'c ActorCell) -> Option<&'c Rc<Address>> {
+    if let Some(own) = cell.rare.as_deref().and_then(|r| r.registry.as_ref()) {
+        return own.as_ref();
+    }
+    if let Some(sup) = cell.supervisor.as_deref() {
+        return sup.registry.as_ref();
+    }
+    let Some(Parent::Local { key, .. }) = cell.parent() else {
+        return None;
+    };
+    let supervisor = core.actors.get(core.routes.address(key)?.owner)?;
+    supervisor.supervisor.as_deref()?.registry.as_ref()
 }
 
 /// Calls `run` with the actor of type `A` at `me` and a context for it.

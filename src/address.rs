@@ -61,8 +61,17 @@ use std::sync::Arc;
 /// ```
 #[derive(Clone)]
 pub struct Address {
-    key: Key,
+    /// Its key as one word (`key()` splits it): written as one, so that a
+    /// copy read back at once does not stall (two 4-byte stores then one
+    /// 8-byte load: docs/benchmarks.md).
+    key: u64,
     repr: Repr,
+}
+
+/// A key as one word (the `idx` in the low half).
+#[inline(always)]
+fn word(key: Key) -> u64 {
+    u64::from(key.idx) | (u64::from(key.generation) << 32)
 }
 
 /// What an address knows besides its key (docs/architecture.md, "Addresses").
@@ -205,7 +214,10 @@ impl Address {
             locality: locality.id,
             label: labels.take(locality, actor, seq),
         };
-        Address { key, repr }
+        Address {
+            key: word(key),
+            repr,
+        }
     }
 
     /// The main address of a plain actor, its name interned as `name`: no
@@ -224,7 +236,10 @@ impl Address {
                 seq_hi,
                 seq_lo: seq as u32,
             };
-            return Address { key, repr };
+            return Address {
+                key: word(key),
+                repr,
+            };
         }
         Address::with_name(locality, key, ActorName::Interned(name), seq, None)
     }
@@ -272,12 +287,18 @@ impl Address {
                 }),
             },
         };
-        Address { key, repr }
+        Address {
+            key: word(key),
+            repr,
+        }
     }
 
     #[inline]
     pub(crate) fn key(&self) -> Key {
-        self.key
+        Key {
+            idx: self.key as u32,
+            generation: (self.key >> 32) as u32,
+        }
     }
 
     /// The shared part of the address's locality.
@@ -330,7 +351,7 @@ impl Address {
     /// [`Locality::set_inbox_capacity`](crate::Locality::set_inbox_capacity));
     /// [`ErrorCode::LocalityFinished`] if the locality has finished.
     pub fn send<M: Send + 'static>(&self, message: M) -> Result<(), SendError<M>> {
-        self.locality().post_user(self.key, Key::NONE, message)
+        self.locality().post_user(self.key(), Key::NONE, message)
     }
 
     /// Sends as [`send`](Address::send), but waits while the inbox is full,
@@ -348,7 +369,7 @@ impl Address {
     /// if the locality has finished (also while waiting);
     /// [`ErrorCode::InboxFull`] only on a thread that holds a locality.
     pub fn send_blocking<M: Send + 'static>(&self, message: M) -> Result<(), SendError<M>> {
-        self.locality().post_user_waiting(self.key, message, None)
+        self.locality().post_user_waiting(self.key(), message, None)
     }
 
     /// Sends as [`send_blocking`](Address::send_blocking), waiting at most
@@ -365,7 +386,7 @@ impl Address {
     ) -> Result<(), SendError<M>> {
         let deadline = crate::locality::shared::deadline_after(timeout);
         self.locality()
-            .post_user_waiting(self.key, message, deadline)
+            .post_user_waiting(self.key(), message, deadline)
     }
 
     /// `true` once the address's locality has finished: nothing sent will arrive.
@@ -407,7 +428,7 @@ impl Eq for Address {}
 impl Hash for Address {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.locality_id().hash(state);
-        self.key.hash(state);
+        self.key().hash(state);
     }
 }
 

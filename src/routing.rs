@@ -396,6 +396,17 @@ impl<T, H> Routes<T, H> {
         self.slots.remove(key).map(|slot| slot.data)
     }
 
+    /// [`remove_unsubscribed`](Self::remove_unsubscribed), its data dropped
+    /// at once (not moved out): `true` if it was removed.
+    pub(crate) fn discard_unsubscribed(&mut self, key: Key) -> bool {
+        match self.slots.get(key) {
+            Some(slot) if slot.first.type_id == TypeId::of::<NoType>() && slot.more.is_empty() => {
+                self.slots.discard(key)
+            }
+            _ => false,
+        }
+    }
+
     /// Subscribes `owner`'s `handler` to messages of `type_id` on `address`;
     /// `None` if the address is gone.
     pub(crate) fn subscribe(

@@ -83,7 +83,7 @@ fn shared_registry(core: &Core, parent: Option<&ParentLink>, registry: Address) 
         .and_then(|slot| core.actors.get(slot.owner))
         .and_then(|cell| {
             let kept = cell.supervisor.as_ref().and_then(|s| s.registry.as_ref());
-            kept.or(cell.registry.as_ref())
+            kept.or_else(|| crate::actor::registry_of(core, cell))
         });
     match parents {
         Some(rc) if **rc == registry => rc.clone(),
@@ -130,18 +130,39 @@ fn spawn_from<A: Actor>(
         Some(_) => 0, // the reserved address has its number
         None => core.next_seq(),
     };
-    let registry = registry.map(|r| shared_registry(core, parent.as_ref(), r));
+    // Kept by the cell only if it is not what the actor inherits from a
+    // supervisor here (`registry_of` finds that when asked); a supervisor
+    // keeps the one it uses for its children to inherit.
+    let local_parent = matches!(parent, Some(ParentLink::Local { .. }));
+    let registry = registry
+        .filter(|_| explicit_registry || !local_parent || supervisor.is_some())
+        .map(|r| shared_registry(core, parent.as_ref(), r));
+    let (registry, descendants) = match supervisor.is_some() {
+        true => (
+            registry
+                .clone()
+                .filter(|_| explicit_registry || !local_parent),
+            registry,
+        ),
+        false => (registry, None),
+    };
     let (parent, far_parent) = ActorCell::split_parent(parent);
-    let rare = (config != ActorConfig::default() || far_parent.is_some()).then(|| {
-        Box::new(Rare {
-            config,
-            far_parent,
-            ..Rare::default()
-        })
-    });
+    let rare = (config != ActorConfig::default() || far_parent.is_some() || registry.is_some())
+        .then(|| {
+            Box::new(Rare {
+                config,
+                far_parent,
+                registry: registry.map(Some),
+                ..Rare::default()
+            })
+        });
     let with_registry = supervisor.as_ref().is_some_and(|c| c.registry);
     let flag = supervisor.as_ref().and_then(|c| c.shutdown_flag.clone());
-    let supervisor = supervisor.map(|c| Box::new(SupervisorState::new(*c)));
+    let supervisor = supervisor.map(|c| {
+        let mut state = SupervisorState::new(*c);
+        state.registry = descendants;
+        Box::new(state)
+    });
     // The actor's key first, so that its address is made with its owner.
     // A plain actor's name is its type's, interned: its address allocates nothing.
     let name = match name {
@@ -159,7 +180,6 @@ fn spawn_from<A: Actor>(
         main,
         parent,
         supervisor,
-        registry,
         rare,
         state: ActorState::New,
         hooks,
@@ -172,16 +192,22 @@ fn spawn_from<A: Actor>(
         let registry = Builder::new(core, Some(me), Registry::default())
             .name("registry")
             .finish()?;
-        let registry = Rc::new(registry);
-        if let Some(cell) = core.actors.get_mut(me) {
-            // The new registry serves the descendants; the supervisor itself
-            // uses it too, unless it was given one of its own.
-            if !explicit_registry {
-                cell.registry = Some(registry.clone());
-            }
-            if let Some(sup) = cell.supervisor.as_deref_mut() {
-                sup.registry = Some(registry);
-            }
+        // The registry child keeps what it inherited, the supervisor's
+        // registry until now (its children inherit the new one from here on).
+        let inherited = core
+            .actors
+            .get(me)
+            .and_then(|cell| crate::actor::registry_of(core, cell).cloned());
+        if let Some(child) = core.routes.address(registry.key()).map(|slot| slot.owner)
+            && let Some(cell) = core.actors.get_mut(child)
+        {
+            cell.rare().registry = Some(inherited);
+        }
+        // The new registry serves the descendants; the supervisor itself
+        // uses it too (`registry_of`), unless it was given one of its own
+        // (kept in its rare part).
+        if let Some(sup) = crate::supervisor::sup_mut(core, me) {
+            sup.registry = Some(Rc::new(registry));
         }
     }
     Ok(address)
@@ -232,7 +258,9 @@ fn insert_cell(
 
 /// [`spawn_once`] for a plain child (`Builder::is_plain`: nothing set but
 /// the actor) of a local supervisor: no settings to take apart, no
-/// plugins; `registry` is the one it inherits, as its supervisor keeps it.
+/// plugins; `registry` is the one it inherits, as its supervisor keeps it
+/// (kept only if the link to the supervisor is not a local one: else it
+/// is found when asked, `registry_of`).
 pub(crate) fn spawn_plain<A: Actor>(
     core: &mut Core,
     parent: ParentLink,
@@ -241,9 +269,12 @@ pub(crate) fn spawn_plain<A: Actor>(
 ) -> Address {
     let seq = core.next_seq();
     let (parent, far_parent) = ActorCell::split_parent(Some(parent));
+    // A supervisor here is asked for its registry when it is needed
+    // (`registry_of`); one elsewhere is not.
     let rare = far_parent.map(|far_parent| {
         Box::new(Rare {
             far_parent: Some(far_parent),
+            registry: Some(registry),
             ..Rare::default()
         })
     });
@@ -261,7 +292,6 @@ pub(crate) fn spawn_plain<A: Actor>(
         main,
         parent,
         supervisor: None,
-        registry,
         rare,
         state: ActorState::New,
         hooks,

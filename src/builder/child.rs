@@ -1,7 +1,7 @@
 //! A child's place under its supervisor: the checks, the slot and the
 //! record, and the plain child's short way through [`Builder::finish`](super::Builder::finish).
 
-use crate::actor::{Actor, ActorCell, ActorState, ParentLink};
+use crate::actor::{Actor, ActorCell, ActorState, ParentLink, registry_of};
 use crate::address::Address;
 use crate::arena::Key;
 use crate::error::{Error, ErrorCode, Result};
@@ -14,8 +14,8 @@ use crate::supervisor::{ChildRecord, ChildState};
 /// supervisor at `parent`: the same steps, without the settings to check
 /// and carry.
 pub(super) fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> Result<Address> {
-    // One look at the supervisor: its checks, its registry and the slot.
-    let (registry, sup_address, slot) = {
+    // One look at the supervisor: its checks and the slot.
+    let (sup_address, slot) = {
         // The usual case inline (a supervisor not shutting down); the
         // errors from `parent_cell`.
         let cell = match core.actors.get(parent) {
@@ -25,17 +25,25 @@ pub(super) fn finish_plain<A: Actor>(core: &mut Core, parent: Key, actor: A) -> 
             _ => parent_cell(core, parent)?,
         };
         let sup = cell.supervisor.as_deref().expect("checked by parent_cell");
-        let registry = sup.registry.as_ref().or(cell.registry.as_ref()).cloned();
-        (registry, cell.main, sup.children.vacant_key())
+        (cell.main, sup.children.vacant_key())
     };
-    let link = match u32::try_from(slot) {
-        Ok(slot) if slot < u32::MAX => ParentLink::Local {
-            key: sup_address,
-            slot,
-        },
+    // Its registry is found from a local link when asked (`registry_of`);
+    // the other link (a slot past `u32`) carries it.
+    let (link, registry) = match u32::try_from(slot) {
+        Ok(slot) if slot < u32::MAX => {
+            let link = ParentLink::Local {
+                key: sup_address,
+                slot,
+            };
+            (link, None)
+        }
         _ => {
             let sup_address = core.address_of(parent).expect("checked").clone();
-            ParentLink::new(core, &sup_address, slot)
+            let registry = core.actors.get(parent).and_then(|cell| {
+                let kept = cell.supervisor.as_deref().and_then(|s| s.registry.as_ref());
+                kept.or_else(|| registry_of(core, cell)).cloned()
+            });
+            (ParentLink::new(core, &sup_address, slot), registry)
         }
     };
     let address = spawn_plain(core, link, registry, actor);
@@ -114,7 +122,9 @@ pub(super) fn supervised(
 pub(super) fn check_parent(core: &Core, key: Key) -> Result<Option<Address>> {
     let cell = parent_cell(core, key)?;
     let kept = cell.supervisor.as_ref().and_then(|s| s.registry.as_ref());
-    Ok(kept.or(cell.registry.as_ref()).map(|r| Address::clone(r)))
+    Ok(kept
+        .or_else(|| registry_of(core, cell))
+        .map(|r| Address::clone(r)))
 }
 
 /// The cell of the supervisor at `key`, if it may take a child now.

@@ -32,7 +32,7 @@ impl<A: Actor> Context<'_, A> {
     /// [`discover`](Context::discover) (inherited from its supervisor, or
     /// given to its builder), to talk to it directly; `None` if it has none.
     pub fn registry(&self) -> Option<&Address> {
-        self.cell().registry.as_deref()
+        crate::actor::registry_of(self.core, self.cell()).map(|r| &**r)
     }
 
     /// The locality's dead-letter address: subscribe to

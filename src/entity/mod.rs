@@ -112,6 +112,11 @@ impl<T: Copy> StatsHandle<T> {
 /// Makes actor `me` a supervisor whose children's failed inits are theirs
 /// alone (an entity set or a pool is one, however it was built).
 pub(crate) fn make_supervisor(core: &mut Core, me: Key) {
+    // Its children inherit the registry it uses (`actor::registry_of`).
+    let registry = core
+        .actors
+        .get(me)
+        .and_then(|cell| crate::actor::registry_of(core, cell).cloned());
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
@@ -119,7 +124,9 @@ pub(crate) fn make_supervisor(core: &mut Core, me: Key) {
         Some(sup) => sup.config.init_failure = InitFailurePolicy::ShutdownChild,
         None => {
             let config = SupervisorConfig::default().init_failure(InitFailurePolicy::ShutdownChild);
-            cell.supervisor = Some(Box::new(SupervisorState::new(config)));
+            let mut state = SupervisorState::new(config);
+            state.registry = registry;
+            cell.supervisor = Some(Box::new(state));
         }
     }
 }

@@ -120,11 +120,11 @@ fn shutdown_request(
             && skips(&core.type_names, Hook::ShutdownFinish, hooks)
         {
             set_cell_state(&core.routes, cell, ActorState::ShutDown);
-            let main = cell.main;
+            let (main, plain) = (cell.main, cell.rare.is_none());
             if before == ActorState::Operational && core.child_watch {
                 crate::entity::watch::leaving(core, me);
             }
-            finish_removal(core, me, main, sup, reason);
+            finish_removal(core, me, main, sup, reason, plain);
             return Ok(());
         }
     }
@@ -209,7 +209,7 @@ fn finish_shutdown(core: &mut Core, me: Key) {
         // A burst of shutdowns is over: the map gives its room back.
         core.reasons = Default::default();
     }
-    finish_removal(core, me, main, Key::NONE, reason);
+    finish_removal(core, me, main, Key::NONE, reason, false);
 }
 
 /// What an actor with a rare part (or whose `shutdown_finish` ran) may
@@ -240,42 +240,57 @@ fn finish_rare(core: &mut Core, me: Key) -> bool {
 /// address: the address and the cell go, `should_restart` and its `Drop`
 /// run, and its supervisor hears of it (`sup`: the supervisor's key, if
 /// the caller knows it, else `Key::NONE`), with `reason` (taken out of
-/// its cell, if it was kept there).
-fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key, reason: Error) {
+/// its cell, if it was kept there); `plain`: the caller read that the
+/// cell has no rare part (`false` if it does not know).
+fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key, reason: Error, plain: bool) {
     // Its timers and requests are listed by its slot in their sets.
     end_timers_and_requests(core, me);
     // An address without subscriptions (most), when nothing remembers
     // removed addresses: only its slot goes.
     // The cell keeps no copy of its main address: the slot's goes with it.
     let quiet = core.inspect.level == 0 && core.dead_letters.is_none();
-    let address = match quiet {
-        true => core
+    // A plain actor's (no rare part: no watchers, servers or I/O to tell)
+    // when the debug line is off: nothing after this needs its address
+    // but its id (this locality's, its key), so the address goes with its
+    // slot at once, not moved out for later (the moves of the removed
+    // slot through the stack stalled the loads that read it back).
+    let dropped = plain
+        && quiet
+        && !tracing::level_enabled!(tracing::Level::DEBUG)
+        && core.routes.discard_unsubscribed(main);
+    let address = match (dropped, quiet) {
+        (true, _) => None,
+        (false, true) => core
             .routes
             .remove_unsubscribed(main)
             .map(|info| info.address),
-        false => None,
+        (false, false) => None,
     };
     let address = match address {
         Some(address) => Some(address),
+        None if dropped => None,
         None => crate::subscription::remove_address(core, main),
     };
     crate::future::actor_gone(core, me);
     // Kept in an `Option`, dropped in place at the end (a cell is moved
     // once, out of the arena, not again into the drop's panic guard).
     let mut removed = core.actors.remove(me);
-    let (Some(cell), Some(address)) = (removed.as_mut(), address) else {
+    let Some(cell) = removed.as_mut() else {
         return;
     };
-    if let Some(plugins) = cell.plugins_ref() {
-        link::notify_servers(core, &address, plugins);
-        core.io.borrow_mut().forget(plugins.io.iter().copied());
+    let child = match &address {
+        Some(address) => ChildId::of(address),
+        None if dropped => ChildId::new(core.id(), main),
+        None => return,
+    };
+    if let Some(address) = &address {
+        if let Some(plugins) = cell.plugins_ref() {
+            link::notify_servers(core, address, plugins);
+            core.io.borrow_mut().forget(plugins.io.iter().copied());
+        }
+        watch::finished(core, cell, address, &reason);
     }
-    watch::finished(core, cell, &address, &reason);
-    let (parent, child, leaf) = (
-        cell.take_parent(),
-        ChildId::of(&address),
-        cell.supervisor.is_none(),
-    );
+    let (parent, leaf) = (cell.take_parent(), cell.supervisor.is_none());
     // `should_restart`, then the actor's own `Drop`: user code, behind one
     // panic guard. The `Drop` goes before its supervisor hears of it,
     // which may finish the supervisor at once.
@@ -283,8 +298,10 @@ fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key, reason: Error) 
     let ended = crate::actor::guarded(core, me, || {
         if let Some(cell) = &removed {
             restart = cell.actor.should_restart(&reason);
-            if tracing::level_enabled!(tracing::Level::DEBUG) {
-                log_down(&address, &reason);
+            if let Some(address) = &address
+                && tracing::level_enabled!(tracing::Level::DEBUG)
+            {
+                log_down(address, &reason);
             }
         }
         removed = None;
@@ -293,8 +310,10 @@ fn finish_removal(core: &mut Core, me: Key, main: Key, sup: Key, reason: Error) 
     // `should_restart` (caught, logged, `false`) leaves it: the debug
     // line and the `Drop` follow, behind a guard of their own, as before.
     if ended.is_err() && removed.is_some() {
-        if tracing::level_enabled!(tracing::Level::DEBUG) {
-            log_down(&address, &reason);
+        if let Some(address) = &address
+            && tracing::level_enabled!(tracing::Level::DEBUG)
+        {
+            log_down(address, &reason);
         }
         let _ = crate::actor::guarded(core, me, || removed = None);
     }

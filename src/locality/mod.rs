@@ -544,7 +544,8 @@ impl Locality {
         let actor = self.local_actor(address).ok()?;
         let cell = self.core.actors.get(actor)?;
         let own = cell.supervisor.as_ref().and_then(|s| s.registry.as_deref());
-        own.or(cell.registry.as_deref()).cloned()
+        own.or_else(|| crate::actor::registry_of(&self.core, cell).map(|r| &**r))
+            .cloned()
     }
 
     /// The lifecycle state of the actor at `address`, if it lives here.

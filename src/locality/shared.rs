@@ -84,6 +84,24 @@ impl LocalityShared {
         self.seq.fetch_add(1, Ordering::Relaxed) + 1
     }
 
+    /// [`next_seq`](Self::next_seq) on the locality's own thread: without
+    /// a locked instruction while no [`LocalityHandle`](super::LocalityHandle)
+    /// exists. Only a handle's holder takes a number from another thread,
+    /// and a handle is made only on this thread (`Locality::handle`) or
+    /// cloned from one that exists: with none, nobody else can take one
+    /// until this thread makes a handle. A number taken elsewhere before
+    /// the last handle went is seen here: the handle's drop (`AcqRel`) is
+    /// ordered before the `Acquire` load that reads no handle.
+    #[inline]
+    pub(crate) fn next_seq_here(&self) -> u64 {
+        if self.handles.load(Ordering::Acquire) != 0 {
+            return self.next_seq();
+        }
+        let seq = self.seq.load(Ordering::Relaxed) + 1;
+        self.seq.store(seq, Ordering::Relaxed);
+        seq
+    }
+
     /// Reserves a far address key (`routing::FAR`) for a child another
     /// thread spawns here, so that its address is known before this
     /// locality makes it. Given back by [`release_key`](Self::release_key):

@@ -115,10 +115,15 @@ where
     F: Fn(&mut A, Result<&R::Response, &Error>, &mut Context<'_, A>) + 'static,
 {
     let me = ctx.me;
+    let registry = ctx
+        .core
+        .actors
+        .get(me)
+        .and_then(|cell| crate::actor::registry_of(ctx.core, cell).map(|r| Address::clone(r)));
     let Some(cell) = ctx.core.actors.get_mut(me) else {
         return;
     };
-    let Some(registry) = cell.registry.as_deref().cloned() else {
+    let Some(registry) = registry else {
         let error = Error::new(ErrorCode::UnknownService)
             .with_context("no registry: build a supervisor `with_registry()`");
         if !handled {
@@ -164,11 +169,14 @@ pub(crate) fn deregister_all(core: &mut Core, me: Key) {
     let Some(address) = core.address_of(me).cloned() else {
         return;
     };
+    let registry = core
+        .actors
+        .get(me)
+        .and_then(|cell| crate::actor::registry_of(core, cell).map(|r| Address::clone(r)));
     let Some(cell) = core.actors.get_mut(me) else {
         return;
     };
-    let (Some(registry), Some(plugins)) = (cell.registry.as_deref().cloned(), cell.plugins_mut())
-    else {
+    let (Some(registry), Some(plugins)) = (registry, cell.plugins_mut()) else {
         return;
     };
     let names = std::mem::take(&mut plugins.names);

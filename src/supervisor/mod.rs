@@ -191,6 +191,7 @@ pub(crate) struct ChildRecord {
 }
 
 impl ChildRecord {
+    #[inline]
     pub(crate) fn is(&self, child: ChildId) -> bool {
         self.address
             .as_ref()
@@ -213,7 +214,9 @@ pub(crate) struct SupervisorState {
     /// that starting them never scans every child: each child's exit, init
     /// and start costs O(log n), not O(n).
     pub(crate) held: BTreeSet<usize>,
-    /// The registry this supervisor made for its descendants (`with_registry`).
+    /// The registry its descendants inherit: the one it made
+    /// (`with_registry`), else the one it uses itself (set when it became
+    /// a supervisor: `actor::registry_of` reads it for its children).
     pub(crate) registry: Option<std::rc::Rc<Address>>,
     /// Its hooks that are the trait's defaults, found on their first call
     /// (`HOOK_INIT`, `HOOK_SHUTDOWN`): not called again.
@@ -258,6 +261,7 @@ impl SupervisorState {
         self.default_hooks & hook == 0
     }
 
+    #[inline]
     pub(crate) fn child_mut(&mut self, slot: usize, child: ChildId) -> Option<&mut ChildRecord> {
         self.children.get_mut(slot).filter(|c| c.is(child))
     }

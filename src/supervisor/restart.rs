@@ -192,7 +192,7 @@ pub(crate) fn child_gone(core: &mut Core, me: Key, slot: usize, reason: Error, a
 /// The usual case inline: a supervisor shutting down, whose hooks about
 /// its children are known defaults, forgets the child, and finishes once
 /// it was the last (as [`decide`] does then).
-#[inline]
+#[inline(always)]
 pub(crate) fn child_down_here(
     core: &mut Core,
     me: Key,
