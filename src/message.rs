@@ -6,7 +6,7 @@ use crate::arena::Key;
 use crate::locality::Core;
 use crate::locality::shared::Remote;
 use crate::queue::{Envelope, Lent};
-use crate::routing::Kept;
+use crate::routing::{Kept, Route};
 use crate::subscription::Next;
 
 /// A user message on its way to an address of this locality.
@@ -157,15 +157,16 @@ impl Core {
         to: &Address,
         sender: Key,
         message: M,
-        route: &mut Key,
+        route: &mut Route,
     ) {
         if to.is_of(&self.shared) {
             let dest = to.key();
             let tag = crate::routing::type_tag(std::any::TypeId::of::<M>());
-            let sub = match self.routes.check_route(*route, dest, tag) {
-                Kept::Holds => *route,
-                // The handler sends elsewhere too: its route stays, and
-                // this message is routed at its delivery, as any.
+            let sub = match self.routes.check_route(route, dest, tag) {
+                Kept::Holds => route.sub(),
+                // The handler sends elsewhere too: its route stays (for
+                // a while: `Route`), and this message is routed at its
+                // delivery, as any.
                 Kept::Elsewhere => {
                     return self.queue.push(UserEnvelope {
                         dest,
@@ -184,9 +185,12 @@ impl Core {
 
     #[cold]
     #[inline(never)]
-    fn find_route<M: 'static>(&mut self, dest: Key, route: &mut Key) -> Key {
-        *route = self.routes.first_of(dest, std::any::TypeId::of::<M>());
-        *route
+    fn find_route<M: 'static>(&mut self, dest: Key, route: &mut Route) -> Key {
+        *route = Route::new(
+            self.routes.first_of(dest, std::any::TypeId::of::<M>()),
+            dest,
+        );
+        route.sub()
     }
 }
 

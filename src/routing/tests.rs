@@ -185,6 +185,64 @@ fn a_kept_route_holds_while_its_subscription_lives_and_is_taken_while_it_is_alon
 
 impl Routes<&'static str, u32> {
     fn holds(&self, sub: Key, address: Key, tag: u32) -> bool {
-        matches!(self.check_route(sub, address, tag), Kept::Holds)
+        matches!(self.check_sub(sub, address, tag), Kept::Holds)
     }
+}
+
+#[test]
+fn a_kept_route_is_passed_over_by_index_for_a_while_and_then_learned_again() {
+    let mut r = routes();
+    let a = r.add_address(|_| "a");
+    let b = r.add_address(|_| "b");
+    let ta = TypeId::of::<A>();
+    let tag = type_tag(ta);
+    let s1 = r.subscribe(a, ta, Key::NONE, 1).unwrap();
+    r.subscribe(b, ta, Key::NONE, 2).unwrap();
+    let mut none = Route::NONE;
+    assert!(
+        matches!(r.check_route(&mut none, a, tag), Kept::Gone),
+        "learn at once"
+    );
+    let mut route = Route::new(r.first_of(a, ta), a);
+    assert_eq!(route.sub(), s1);
+    assert!(matches!(r.check_route(&mut route, a, tag), Kept::Holds));
+    for i in 0..route::RELEARN_AFTER {
+        assert!(
+            matches!(r.check_route(&mut route, b, tag), Kept::Elsewhere),
+            "send {i} elsewhere"
+        );
+        assert!(matches!(r.check_route(&mut route, a, tag), Kept::Holds));
+    }
+    assert!(
+        matches!(r.check_route(&mut route, b, tag), Kept::Gone),
+        "spent: learned again for `b`"
+    );
+}
+
+#[test]
+fn a_kept_route_checks_in_full_a_send_to_its_index() {
+    let mut r = routes();
+    let a = r.add_address(|_| "a");
+    let ta = TypeId::of::<A>();
+    let tag = type_tag(ta);
+    let s1 = r.subscribe(a, ta, Key::NONE, 1).unwrap();
+    let mut route = Route::new(s1, a);
+    assert!(matches!(
+        r.check_route(&mut route, a, type_tag(TypeId::of::<B>())),
+        Kept::Elsewhere
+    ));
+    r.remove_address(a).unwrap();
+    let c = r.add_address(|_| "c");
+    assert_eq!(c.idx, a.idx, "slot reused");
+    assert!(
+        matches!(r.check_route(&mut route, c, tag), Kept::Gone),
+        "its subscription is gone"
+    );
+    let s2 = r.subscribe(c, ta, Key::NONE, 2).unwrap();
+    let mut route = Route::new(s2, c);
+    assert!(matches!(r.check_route(&mut route, c, tag), Kept::Holds));
+    assert!(
+        !matches!(r.check_route(&mut route, a, tag), Kept::Holds),
+        "the stale key of the slot's last address"
+    );
 }
