@@ -18,6 +18,14 @@ pub(crate) struct UserEnvelope<M> {
 }
 
 impl<M: Send + 'static> Envelope<Core> for UserEnvelope<M> {
+    const HINTS: bool = true;
+
+    /// The destination, for the queue's look-ahead (`Core::look_ahead`).
+    #[inline(always)]
+    fn hint(&self) -> u64 {
+        to_word(self.dest)
+    }
+
     #[inline(always)]
     fn deliver(self, core: &mut Core) {
         // The common case (one subscriber, inspection off) here; the rest
@@ -56,12 +64,12 @@ pub(crate) struct ResolvedEnvelope<M> {
 }
 
 #[inline(always)]
-fn to_word(key: Key) -> u64 {
+pub(crate) fn to_word(key: Key) -> u64 {
     u64::from(key.idx) | (u64::from(key.generation) << 32)
 }
 
 #[inline(always)]
-fn from_word(word: u64) -> Key {
+pub(crate) fn from_word(word: u64) -> Key {
     Key {
         idx: word as u32,
         generation: (word >> 32) as u32,
@@ -164,9 +172,8 @@ impl Core {
             let tag = crate::routing::type_tag(std::any::TypeId::of::<M>());
             let sub = match self.routes.check_route(route, dest, tag) {
                 Kept::Holds => route.sub(),
-                // The handler sends elsewhere too: its route stays (for
-                // a while: `Route`), and this message is routed at its
-                // delivery, as any.
+                // The handler sends elsewhere too: its route stays, and
+                // this message is routed at its delivery, as any.
                 Kept::Elsewhere => {
                     return self.queue.push(UserEnvelope {
                         dest,

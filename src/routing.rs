@@ -279,6 +279,8 @@ pub(crate) struct Routes<T, H> {
     slots: Arena<Slot<T>>,
     subs: Records<Sub<H>>,
     far: Far<T>,
+    /// The index of the address last looked ahead at (`look_ahead`).
+    looked: std::cell::Cell<u32>,
 }
 
 impl<T, H> Default for Routes<T, H> {
@@ -290,6 +292,7 @@ impl<T, H> Default for Routes<T, H> {
                 slots: Vec::new(),
                 len: 0,
             },
+            looked: std::cell::Cell::new(0),
         }
     }
 }

@@ -1,51 +1,42 @@
-//! The route a handler keeps for its sends ([`Route`]), and its check.
+//! The route a handler keeps for its sends ([`Route`]), and its check;
+//! the queue's look-ahead into the table.
 
 use super::{ALONE, Kept, Routes};
 use crate::arena::Key;
 
-/// Sends elsewhere after which a kept route is checked to be live (and
-/// learned again, for the address of that send, if it is not).
-pub(crate) const CHECK_AFTER: u32 = 64;
+/// Addresses this close (in index) to the last one looked ahead at are
+/// not looked at (`Routes::look_ahead`).
+const NEAR: u32 = 4;
 
 /// The route a handler keeps for its sends (`Core::send_routed`): the first
-/// subscription found for the (address, type) of a send, the index of that
-/// address, and how many sends to another address it outlives.
+/// subscription found for the (address, type) of a send, and that address.
 ///
-/// A send to another address (another index) is told apart by one compare
-/// with `dest`, without reading the subscription's record: a handler that
-/// sends to many addresses in turn (a feeder of 100,000 entities) pays
-/// almost nothing for a route it cannot use. Each such send spends one of
-/// the route's `budget`; when none is left, the route's record is read:
-/// live, the route stays (and its budget is full again); gone (its address
-/// removed, or its subscription), the route is learned again for the
-/// address at hand. So a dead route is not kept for ever: it gives way
-/// after at most [`CHECK_AFTER`] sends elsewhere (at once, on a send to
-/// its own index). Learning a route reads the address's slot, which a send
-/// elsewhere does not: a feeder that learned a route for each address in
-/// turn would wait on a miss at its sends.
+/// A send to another address is told apart by one compare with `dest`,
+/// and then only the route's liveness is checked (its record's generation,
+/// one line that stays in the cache): a handler that sends to many
+/// addresses in turn (a feeder of 100,000 entities) pays little for a route
+/// it cannot use. A dead route (its subscription or its address gone) is
+/// learned again for the address of the send that finds it so, as before.
+/// A send to `dest` itself needs no compare of the record's address: the
+/// subscription is live, so its address is, and it is `dest` (a key is
+/// never reused with its generation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Route {
     sub: Key,
-    dest: u32,
-    budget: u32,
+    dest: Key,
 }
 
 impl Route {
     /// No route: the first send learns one.
     pub(crate) const NONE: Route = Route {
         sub: Key::NONE,
-        dest: u32::MAX,
-        budget: 0,
+        dest: Key::NONE,
     };
 
     /// The route `sub` (or `Key::NONE`) found for a send to `dest`.
     #[inline]
     pub(crate) fn new(sub: Key, dest: Key) -> Route {
-        Route {
-            sub,
-            dest: dest.idx,
-            budget: CHECK_AFTER,
-        }
+        Route { sub, dest }
     }
 
     /// The subscription of the route.
@@ -58,38 +49,45 @@ impl Route {
 impl<T, H> Routes<T, H> {
     /// Whether a route kept from an earlier [`first_of`](Self::first_of)
     /// holds for a message to `address` of a type tagged `tag`
-    /// ([`type_tag`](super::type_tag)): a send to another address index
-    /// spends one of the route's budget (`Kept::Elsewhere`), or, with none
-    /// left, checks that the route is live (`Kept::Gone` if not: learn it
-    /// again); a send to its index is
-    /// checked in full ([`check_sub`](Self::check_sub)). Never `Holds` for
-    /// a route that would not hold: the index is a filter only.
+    /// ([`type_tag`](super::type_tag)): for another address, `Elsewhere`
+    /// if the route is live, else `Gone` (learn it again); for its own,
+    /// `Holds` if it is live and for such a type.
     #[inline(always)]
-    pub(crate) fn check_route(&self, route: &mut Route, address: Key, tag: u32) -> Kept {
-        if route.dest != address.idx {
-            if route.budget == 0 {
-                return self.recheck(route);
-            }
-            route.budget -= 1;
-            return Kept::Elsewhere;
+    pub(crate) fn check_route(&self, route: &Route, address: Key, tag: u32) -> Kept {
+        if route.dest != address {
+            return match self.subs.get(route.sub) {
+                Some(_) => Kept::Elsewhere,
+                None => Kept::Gone,
+            };
         }
-        self.check_sub(route.sub, address, tag)
+        match self.subs.get_with_mark(route.sub) {
+            Some((mark, _)) if mark & !ALONE == tag => Kept::Holds,
+            Some(_) => Kept::Elsewhere,
+            None => Kept::Gone,
+        }
     }
 
-    /// A route's budget is spent: kept if its subscription is live.
-    #[cold]
-    #[inline(never)]
-    fn recheck(&self, route: &mut Route) -> Kept {
-        if self.subs.get(route.sub).is_none() {
-            return Kept::Gone;
+    /// Brings in, ahead of a delivery to `address`, what it will read: the
+    /// address's slot (read here) and its first channel's first
+    /// subscription's record (prefetched). `false` (look no further in
+    /// this burst: `queue::LookAhead`) for an address next to the last one
+    /// looked at: deliveries that walk the table in order have the
+    /// processor's own prefetchers, and looking would only cost them.
+    #[inline(always)]
+    pub(crate) fn look_ahead(&self, address: Key) -> bool {
+        let last = self.looked.replace(address.idx);
+        if address.idx.wrapping_sub(last).wrapping_add(NEAR) <= 2 * NEAR {
+            return false;
         }
-        route.budget = CHECK_AFTER;
-        Kept::Elsewhere
+        if let Some(slot) = self.slots.get(address) {
+            self.subs.prefetch(slot.first.first);
+        }
+        true
     }
 
     /// Whether the subscription `sub` is live, on `address`, and for a type
     /// tagged `tag` (a subscription keeps its address and type for life).
-    #[inline(always)]
+    #[cfg(test)]
     pub(crate) fn check_sub(&self, sub: Key, address: Key, tag: u32) -> Kept {
         match self.subs.get_with_mark(sub) {
             Some((mark, s)) if mark & !ALONE == tag && s.address == address => Kept::Holds,
