@@ -110,8 +110,10 @@ fn a_stream_of_entries_is_hinted_look_ahead_entries_ahead_each_once_but_the_firs
 
 #[test]
 fn one_entry_at_a_time_is_never_hinted() {
-    let mut ctx = Ctx::default();
-    ctx.echo = (0..10).map(|i| i * 1000).collect();
+    let mut ctx = Ctx {
+        echo: (0..10).map(|i| i * 1000).collect(),
+        ..Ctx::default()
+    };
     ctx.queue.push(hinted::<2>(0));
     run_all(&mut ctx);
     assert_eq!(ctx.delivered.len(), 11);
@@ -136,8 +138,10 @@ fn an_entry_without_a_hint_ends_the_look_at_the_entries_waiting_then() {
 
 #[test]
 fn a_context_that_asks_for_quiet_is_given_no_hints_of_the_entries_then_waiting() {
-    let mut ctx = Ctx::default();
-    ctx.quiet_at = vec![3];
+    let mut ctx = Ctx {
+        quiet_at: vec![3],
+        ..Ctx::default()
+    };
     for id in 0..20 {
         ctx.queue.push(hinted::<1>(id));
     }

@@ -416,9 +416,9 @@ fn a_handler_sending_to_two_addresses_in_turn_reaches_each() {
     assert_eq!(locality.stats().dropped_unsubscribed, 0);
 }
 
-// A handler keeps the route of its sends with the index of the address it
-// is for (`Route`): a send to another index is told apart by that compare
-// alone. These pin the full check behind it.
+// A handler keeps the route of its sends with the key of the address it is
+// for (`Route`): a send to another address is told apart by that compare
+// and a check that the route is live. These pin both.
 
 #[test]
 fn a_handler_sending_to_a_stale_address_whose_slot_holds_its_routes_address_does_not_reach_it() {
@@ -487,7 +487,7 @@ fn a_handler_whose_route_is_for_a_gone_address_reaches_the_addresses_it_sends_to
     locality.run_until_idle(clock.at(0));
     locality.shutdown(&a).unwrap();
     locality.run_until_idle(clock.at(0));
-    // Many more sends than a kept route outlives elsewhere.
+    // The route kept for `a` is dead: learned again for `b`.
     let notes = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
     let says: Vec<_> = (0..30)
         .flat_map(|_| notes.iter().map(|n| (b.clone(), Say::Note(n))))
