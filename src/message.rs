@@ -201,6 +201,17 @@ impl Core {
     }
 }
 
+/// The queue's look-ahead: a user message's hint is its destination's key
+/// (`UserEnvelope`, and an `EntityRef`'s message), whose routing slot and
+/// first subscription's record are brought in before its delivery
+/// (`Routes::look_ahead`).
+impl crate::queue::LookAhead for Core {
+    #[inline(always)]
+    fn look_ahead(&self, hint: u64) -> bool {
+        self.routes.look_ahead(from_word(hint))
+    }
+}
+
 impl<M: Send + 'static> Remote for UserEnvelope<M> {
     fn localize(self: Box<Self>, core: &mut Core) {
         core.enqueue(*self);

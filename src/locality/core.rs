@@ -164,19 +164,7 @@ impl Core {
     pub(crate) fn run_next(&mut self) -> bool {
         Queue::run_next(self, |core| &mut core.queue)
     }
-}
 
-/// The queue's look-ahead: a user message's hint is its destination's key
-/// (`UserEnvelope`), whose routing slot and first subscription's record
-/// are brought in before its delivery (`Routes::look_ahead`).
-impl crate::queue::LookAhead for Core {
-    #[inline(always)]
-    fn look_ahead(&self, hint: u64) -> bool {
-        self.routes.look_ahead(crate::message::from_word(hint))
-    }
-}
-
-impl Core {
     /// A handler panicked (caught by a panic boundary): its actor fails.
     /// A panic outside any handler (a message's own `Drop`, a bug) goes on.
     pub(crate) fn handler_panicked(&mut self, payload: Box<dyn std::any::Any + Send>) {
