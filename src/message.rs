@@ -28,6 +28,9 @@ impl<M: Send + 'static> Envelope<Core> for UserEnvelope<M> {
 
     #[inline(always)]
     fn deliver(self, core: &mut Core) {
+        // Sends to many addresses come as user messages: look ahead at
+        // the next ones (`Queue::look_ahead`).
+        crate::queue::Queue::look_ahead(core, |core| &mut core.queue);
         // The common case (one subscriber, inspection off) here; the rest
         // out of line, so that this path saves few registers.
         let Some((sub, handler)) = crate::subscription::single::<M>(core, self.dest) else {

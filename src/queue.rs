@@ -106,8 +106,8 @@ pub(crate) trait Envelope<C>: Sized + 'static {
     }
 }
 
-/// A context that looks ahead in its queue: [`Queue::run_next`] gives it
-/// the [`hint`](Envelope::hint) of an entry [`LOOK_AHEAD`] entries (of
+/// A context that looks ahead in its queue: [`Queue::look_ahead`] (which
+/// a delivery calls) gives it the [`hint`](Envelope::hint) of an entry [`LOOK_AHEAD`] entries (of
 /// three words) or fewer before that entry's delivery, once per entry, so
 /// that it can prefetch what the delivery will read. It gets a shared
 /// reference: it cannot change the queue.
@@ -419,27 +419,11 @@ impl<C: 'static> Queue<C> {
     }
     /// Delivers the oldest entry to `ctx`, which owns this queue (`queue`
     /// finds it there). `false` if the queue was empty.
-    ///
-    /// First, if other entries wait behind it, it gives `ctx` the hints
-    /// of the next one or two of them not given yet, up to
-    /// [`LOOK_AHEAD`] entries behind it ([`LookAhead`]): one per delivery
-    /// in a steady stream, once the window is full. With one entry waiting
-    /// (a ping-pong), that costs one compare.
     #[inline]
-    pub(crate) fn run_next(ctx: &mut C, queue: fn(&mut C) -> &mut Queue<C>) -> bool
-    where
-        C: LookAhead,
-    {
-        let q = queue(ctx);
-        let Some((vtable, payload)) = q.take_front() else {
+    pub(crate) fn run_next(ctx: &mut C, queue: fn(&mut C) -> &mut Queue<C>) -> bool {
+        let Some((vtable, payload)) = queue(ctx).take_front() else {
             return false;
         };
-        if q.read < q.words.len() && q.ahead < q.words.len() {
-            // (look-ahead) `ctx` is given a copy of each hint, and only
-            // `&C`: it cannot change the queue (no interior mutability),
-            // so `payload` stays valid; no user code runs.
-            Self::look(ctx, queue);
-        }
         // SAFETY: `payload` holds the initialized envelope of the entry just
         // taken (layout), given up by the queue (ownership: the cursor moved
         // past it, and the words stay until the next push or `take_front`).
@@ -450,9 +434,29 @@ impl<C: 'static> Queue<C> {
         true
     }
 
+    /// Looks ahead ([`LookAhead`]) if other entries wait behind the one
+    /// being delivered: it gives `ctx` the hints of the next one or two of
+    /// them not given yet, up to [`LOOK_AHEAD`] entries behind it (one per
+    /// delivery in a steady stream, once the window is full). For the
+    /// `deliver` of an envelope type whose deliveries come in bursts to
+    /// many places (a user message's), so that the others (a ping-pong's
+    /// routed messages, the system's) pay nothing.
+    #[inline(always)]
+    pub(crate) fn look_ahead(ctx: &mut C, queue: fn(&mut C) -> &mut Queue<C>)
+    where
+        C: LookAhead,
+    {
+        let q = queue(ctx);
+        if q.read < q.words.len() && q.ahead < q.words.len() {
+            Self::look(ctx, queue);
+        }
+    }
+
     /// Gives `ctx` the hint of the next entry to look ahead at, and of
-    /// one more while the window fills (out of line: a ping-pong's loop
-    /// keeps its registers).
+    /// one more while the window fills (out of line: the delivery that
+    /// asks keeps its registers). The delivering envelope was moved out of
+    /// the queue already, and `ctx` is given only `&C`: nothing else
+    /// touches the queue meanwhile (look-ahead).
     #[inline(never)]
     fn look(ctx: &mut C, queue: fn(&mut C) -> &mut Queue<C>)
     where

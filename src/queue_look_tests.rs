@@ -42,6 +42,7 @@ impl<const N: usize> Envelope<Ctx> for Hinted<N> {
         self.id
     }
     fn deliver(self, ctx: &mut Ctx) {
+        Queue::look_ahead(ctx, queue);
         ctx.delivered.push(self.id);
         if ctx.echo.contains(&self.id) {
             ctx.queue.push(hinted::<N>(self.id + 1000));
@@ -56,7 +57,7 @@ fn hinted<const N: usize>(id: u64) -> Hinted<N> {
     }
 }
 
-/// An envelope without a hint.
+/// An envelope without a hint, whose delivery does not look ahead.
 struct Plain(u64);
 
 impl Envelope<Ctx> for Plain {

@@ -20,12 +20,6 @@ struct Ctx {
     echo: Vec<u64>,
 }
 
-impl LookAhead for Ctx {
-    fn look_ahead(&self, _hint: u64) -> bool {
-        true
-    }
-}
-
 fn queue(ctx: &mut Ctx) -> &mut Queue<Ctx> {
     &mut ctx.queue
 }
