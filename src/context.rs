@@ -176,7 +176,7 @@ pub struct Context<'a, A: Actor> {
     pub(crate) finishing: bool,
     /// Where a handler keeps the route of its last send
     /// (`Core::send_routed`), if this context is a handler's.
-    route: Option<&'a mut crate::routing::Route>,
+    route: Option<&'a mut Key>,
     _actor: PhantomData<fn(&mut A)>,
 }
 
@@ -199,11 +199,7 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// A handler's context, whose sends keep their route in `route`.
     #[inline(always)]
-    pub(crate) fn with_route(
-        core: &'a mut Core,
-        me: Key,
-        route: &'a mut crate::routing::Route,
-    ) -> Self {
+    pub(crate) fn with_route(core: &'a mut Core, me: Key, route: &'a mut Key) -> Self {
         Context {
             core,
             me,

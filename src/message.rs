@@ -6,7 +6,7 @@ use crate::arena::Key;
 use crate::locality::Core;
 use crate::locality::shared::Remote;
 use crate::queue::{Envelope, Lent};
-use crate::routing::{Kept, Route};
+use crate::routing::Kept;
 use crate::subscription::Next;
 
 /// A user message on its way to an address of this locality.
@@ -20,7 +20,7 @@ pub(crate) struct UserEnvelope<M> {
 impl<M: Send + 'static> Envelope<Core> for UserEnvelope<M> {
     const HINTS: bool = true;
 
-    /// The destination, for the queue's look-ahead (`Core::look_ahead`).
+    /// The destination, for the queue's look-ahead (`Routes::look_ahead`).
     #[inline(always)]
     fn hint(&self) -> u64 {
         to_word(self.dest)
@@ -168,13 +168,13 @@ impl Core {
         to: &Address,
         sender: Key,
         message: M,
-        route: &mut Route,
+        route: &mut Key,
     ) {
         if to.is_of(&self.shared) {
             let dest = to.key();
             let tag = crate::routing::type_tag(std::any::TypeId::of::<M>());
-            let sub = match self.routes.check_route(route, dest, tag) {
-                Kept::Holds => route.sub(),
+            let sub = match self.routes.check_route(*route, dest, tag) {
+                Kept::Holds => *route,
                 // The handler sends elsewhere too: its route stays, and
                 // this message is routed at its delivery, as any.
                 Kept::Elsewhere => {
@@ -195,12 +195,9 @@ impl Core {
 
     #[cold]
     #[inline(never)]
-    fn find_route<M: 'static>(&mut self, dest: Key, route: &mut Route) -> Key {
-        *route = Route::new(
-            self.routes.first_of(dest, std::any::TypeId::of::<M>()),
-            dest,
-        );
-        route.sub()
+    fn find_route<M: 'static>(&mut self, dest: Key, route: &mut Key) -> Key {
+        *route = self.routes.first_of(dest, std::any::TypeId::of::<M>());
+        *route
     }
 }
 

@@ -178,10 +178,8 @@ impl<T> Slot<T> {
     }
 }
 
-mod route;
+mod look;
 mod subs;
-
-pub(crate) use route::Route;
 
 /// One subscription: where it is, whose it is, and its handler (absent
 /// while it runs).
@@ -527,12 +525,25 @@ impl<T, H> Routes<T, H> {
 
     /// The first subscription to `type_id` on `address`, or `Key::NONE`
     /// (none, or no such address): a route for a sender to keep
-    /// (a [`Route`], see [`check_route`](Self::check_route)) and put in its messages, for their
+    /// ([`check_route`](Self::check_route)) and put in its messages, for their
     /// deliveries to check ([`take_route`](Self::take_route)).
     pub(crate) fn first_of(&self, address: Key, type_id: TypeId) -> Key {
         self.slot(address)
             .and_then(|s| s.channel(type_id))
             .map_or(Key::NONE, |c| c.first)
+    }
+
+    /// Whether a route kept from an earlier [`first_of`](Self::first_of)
+    /// holds for a message to `address` of a type tagged `tag`
+    /// ([`type_tag`]): `sub` is live, on `address`, and for such a type (a
+    /// subscription keeps its address and type for life).
+    #[inline(always)]
+    pub(crate) fn check_route(&self, sub: Key, address: Key, tag: u32) -> Kept {
+        match self.subs.get_with_mark(sub) {
+            Some((mark, s)) if mark & !ALONE == tag && s.address == address => Kept::Holds,
+            Some(_) => Kept::Elsewhere,
+            None => Kept::Gone,
+        }
     }
 
     /// Gives `sub` the mark of a type tagged `tag` (alone in its channel):

@@ -16,7 +16,7 @@ pub(crate) struct ActorHandler<A: Actor, M, F> {
     me: Key,
     /// The route of this handler's last send, kept for the next
     /// (`Core::send_routed`).
-    route: crate::routing::Route,
+    route: Key,
     f: F,
     _message: PhantomData<fn(&M)>,
 }
@@ -26,7 +26,7 @@ impl<A: Actor, M, F> ActorHandler<A, M, F> {
         ActorHandler {
             actor,
             me,
-            route: crate::routing::Route::NONE,
+            route: Key::NONE,
             f,
             _message: PhantomData,
         }
