@@ -416,9 +416,10 @@ fn a_handler_sending_to_two_addresses_in_turn_reaches_each() {
     assert_eq!(locality.stats().dropped_unsubscribed, 0);
 }
 
-// A handler keeps the route of its sends with the key of the address it is
-// for (`Route`): a send to another address is told apart by that compare
-// and a check that the route is live. These pin both.
+// A handler's kept route when its address goes: a stale key of the slot
+// that a new address took never takes the new address's route, and a dead
+// route gives way to the addresses the handler sends to now (written
+// while trying a route that kept the destination's index beside it).
 
 #[test]
 fn a_handler_sending_to_a_stale_address_whose_slot_holds_its_routes_address_does_not_reach_it() {
