@@ -18,8 +18,19 @@ pub(crate) struct UserEnvelope<M> {
 }
 
 impl<M: Send + 'static> Envelope<Core> for UserEnvelope<M> {
+    const HINTS: bool = true;
+
+    /// The destination, for the queue's look-ahead (`Routes::look_ahead`).
+    #[inline(always)]
+    fn hint(&self) -> u64 {
+        to_word(self.dest)
+    }
+
     #[inline(always)]
     fn deliver(self, core: &mut Core) {
+        // Sends to many addresses come as user messages: look ahead at
+        // the next ones (`Queue::look_ahead`).
+        crate::queue::Queue::look_ahead(core, |core| &mut core.queue);
         // The common case (one subscriber, inspection off) here; the rest
         // out of line, so that this path saves few registers.
         let Some((sub, handler)) = crate::subscription::single::<M>(core, self.dest) else {
@@ -56,12 +67,12 @@ pub(crate) struct ResolvedEnvelope<M> {
 }
 
 #[inline(always)]
-fn to_word(key: Key) -> u64 {
+pub(crate) fn to_word(key: Key) -> u64 {
     u64::from(key.idx) | (u64::from(key.generation) << 32)
 }
 
 #[inline(always)]
-fn from_word(word: u64) -> Key {
+pub(crate) fn from_word(word: u64) -> Key {
     Key {
         idx: word as u32,
         generation: (word >> 32) as u32,
@@ -187,6 +198,17 @@ impl Core {
     fn find_route<M: 'static>(&mut self, dest: Key, route: &mut Key) -> Key {
         *route = self.routes.first_of(dest, std::any::TypeId::of::<M>());
         *route
+    }
+}
+
+/// The queue's look-ahead: a user message's hint is its destination's key
+/// (`UserEnvelope`, and an `EntityRef`'s message), whose routing slot and
+/// first subscription's record are brought in before its delivery
+/// (`Routes::look_ahead`).
+impl crate::queue::LookAhead for Core {
+    #[inline(always)]
+    fn look_ahead(&self, hint: u64) -> bool {
+        self.routes.look_ahead(from_word(hint))
     }
 }
 

@@ -29,6 +29,11 @@
 //!   used to move the envelope out, and forgotten before the envelope's
 //!   `deliver` (the only way to reach user code or the owner of the queue)
 //!   runs; so the delivery may push (and grow or move the buffer) freely.
+//! - **(look-ahead)** `ahead <= words.len()`, and if `ahead >= read` it
+//!   is the start of an entry or `words.len()` (it moves by whole entries
+//!   from `read`, and with the words when they move). Hints are read in place from entries past the front, through a
+//!   shared reference, while nothing else runs: the context is given the
+//!   hint (a copy) after the read, and only `&C`.
 //! - **(lent)** A [`Lent`] is a `&'a M` with its type erased: it records
 //!   `TypeId::of::<M>()` beside the pointer and gives the reference back only
 //!   as that same `M`, for no longer than `'a`.
@@ -87,6 +92,54 @@ impl<'a> Lent<'a> {
 pub(crate) trait Envelope<C>: Sized + 'static {
     /// Delivers the envelope (consumed).
     fn deliver(self, ctx: &mut C);
+
+    /// Whether [`hint`](Envelope::hint) has something to say: then the
+    /// queue hands it to the context some entries before this envelope's
+    /// delivery ([`LookAhead`]).
+    const HINTS: bool = false;
+
+    /// A word that tells the context what this envelope's delivery will
+    /// read (a destination's key, say), read while it waits in the queue.
+    #[inline(always)]
+    fn hint(&self) -> u64 {
+        0
+    }
+}
+
+/// A context that looks ahead in its queue: [`Queue::look_ahead`] (which
+/// a delivery calls) gives it the [`hint`](Envelope::hint) of an entry [`LOOK_AHEAD`] entries (of
+/// three words) or fewer before that entry's delivery, once per entry, so
+/// that it can prefetch what the delivery will read. It gets a shared
+/// reference: it cannot change the queue.
+pub(crate) trait LookAhead {
+    /// The hint of an entry that waits behind the next to be delivered;
+    /// `false` to be given none of the other entries waiting now (the
+    /// context sees no use in it: entries whose deliveries walk its memory
+    /// in order, say, which the processor prefetches), only of those
+    /// pushed later.
+    fn look_ahead(&self, hint: u64) -> bool;
+}
+
+/// How far [`Queue::run_next`] looks ahead: entries of three words (a
+/// header and two keys: a user message of no more than 8 bytes' payload);
+/// larger ones count for more.
+pub(crate) const LOOK_AHEAD: usize = 8;
+const LOOK_WORDS: usize = 3 * LOOK_AHEAD;
+
+/// Asks the processor to bring the cache line of `value` in: a hint, which
+/// reads nothing the program sees (a no-op but on x86-64).
+#[inline(always)]
+pub(crate) fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: a prefetch reads no memory the program sees and never
+        // faults, whatever the address; this one is a live reference's.
+        // Its target feature (SSE) is part of x86-64's baseline.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast()) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
 }
 
 type Word = MaybeUninit<u64>;
@@ -100,6 +153,8 @@ struct VTable<C> {
     drop: unsafe fn(payload: *mut Word),
     /// Words of the whole entry, header included.
     words: usize,
+    /// The envelope's [`Envelope::hint`], read in place, if it has one.
+    hint: Option<unsafe fn(payload: *const Word) -> u64>,
 }
 
 struct Table<C, E>(PhantomData<fn(C, E)>);
@@ -109,6 +164,7 @@ impl<C: 'static, E: Envelope<C>> Table<C, E> {
         deliver: deliver::<C, E>,
         drop: drop_in_place::<E>,
         words: 1 + size_of::<E>().div_ceil(WORD),
+        hint: if E::HINTS { Some(hint::<C, E>) } else { None },
     };
 }
 
@@ -122,6 +178,16 @@ unsafe fn deliver<C, E: Envelope<C>>(payload: *mut Word, ctx: &mut C) {
     // this read is its only move. The pointer is not used after this line.
     let envelope = unsafe { read_by_words::<E>(payload) };
     envelope.deliver(ctx);
+}
+
+/// # Safety
+/// `payload` points to an initialized `E` that the queue still owns.
+unsafe fn hint<C, E: Envelope<C>>(payload: *const Word) -> u64 {
+    // SAFETY: (layout) the words at `payload` hold an initialized, aligned
+    // `E`, owned by the queue (ownership: the entry is at or past the read
+    // cursor), and borrowed only for this call (look-ahead: nothing moves
+    // or drops it meanwhile).
+    unsafe { &*payload.cast::<E>() }.hint()
 }
 
 /// Envelopes up to this size are read out of the buffer a word at a time.
@@ -197,6 +263,10 @@ pub(crate) struct Queue<C: 'static> {
     /// Entries from `read` to the end.
     words: Vec<Word>,
     read: usize,
+    /// The next entry to look ahead at (see [`LookAhead`]), when at or
+    /// past `read`; otherwise behind, and moved up first. At the end: no
+    /// look-ahead until more entries come.
+    ahead: usize,
     /// The most words used since the queue was last found empty (as seen
     /// when the buffer was full, or found empty).
     burst: usize,
@@ -211,6 +281,7 @@ impl<C: 'static> Default for Queue<C> {
         Queue {
             words: Vec::new(),
             read: 0,
+            ahead: 0,
             burst: 0,
             _ctx: PhantomData,
             _not_send: PhantomData,
@@ -275,10 +346,13 @@ impl<C: 'static> Queue<C> {
             // Every entry was moved out already (ownership): nothing to drop.
             self.words.clear();
             self.read = 0;
+            self.ahead = 0;
         } else if self.read > 0 {
             // Moving the entries keeps (layout): the same words, in the same
             // order, at an 8-aligned start; words before the start are gone.
+            // (look-ahead) `ahead` moves with them (behind `read`: to the start).
             self.words.drain(..self.read);
+            self.ahead = self.ahead.saturating_sub(self.read);
             self.read = 0;
         }
         if self.words.capacity() - self.words.len() < words {
@@ -326,6 +400,7 @@ impl<C: 'static> Queue<C> {
             self.burst = self.burst.max(self.words.len());
             self.words.clear();
             self.read = 0;
+            self.ahead = 0;
         }
         if self.words.capacity() > KEEP_WORDS {
             self.shrink_after_burst();
@@ -357,6 +432,96 @@ impl<C: 'static> Queue<C> {
         // to the queue (push, grow, clear), it no longer refers to these words.
         unsafe { (vtable.deliver)(payload, ctx) };
         true
+    }
+
+    /// Looks ahead ([`LookAhead`]) if other entries wait behind the one
+    /// being delivered: it gives `ctx` the hints of the next one or two of
+    /// them not given yet, up to [`LOOK_AHEAD`] entries behind it (one per
+    /// delivery in a steady stream, once the window is full). For the
+    /// `deliver` of an envelope type whose deliveries come in bursts to
+    /// many places (a user message's), so that the others (a ping-pong's
+    /// routed messages, the system's) pay nothing.
+    #[inline(always)]
+    pub(crate) fn look_ahead(ctx: &mut C, queue: fn(&mut C) -> &mut Queue<C>)
+    where
+        C: LookAhead,
+    {
+        let q = queue(ctx);
+        if q.read < q.words.len() && q.ahead < q.words.len() {
+            Self::look(ctx, queue);
+        }
+    }
+
+    /// Gives `ctx` the hint of the next entry to look ahead at, and of
+    /// one more while the window fills (out of line: the delivery that
+    /// asks keeps its registers). The delivering envelope was moved out of
+    /// the queue already, and `ctx` is given only `&C`: nothing else
+    /// touches the queue meanwhile (look-ahead).
+    #[inline(never)]
+    fn look(ctx: &mut C, queue: fn(&mut C) -> &mut Queue<C>)
+    where
+        C: LookAhead,
+    {
+        for _ in 0..2 {
+            let q = queue(ctx);
+            let Some((hint, filling)) = q.next_hint() else {
+                return;
+            };
+            if !ctx.look_ahead(hint) {
+                // Every entry waiting now counts as looked at.
+                let q = queue(ctx);
+                q.ahead = q.words.len();
+                return;
+            }
+            if !filling {
+                return;
+            }
+        }
+    }
+
+    /// The hint of the next entry to look ahead at (`ahead`, moved up to
+    /// `read` if behind it) if it starts within [`LOOK_WORDS`] words of
+    /// `read`, and whether the window has room after it (it is filling);
+    /// `None` for an entry without a hint, which ends the look at the
+    /// entries waiting now.
+    #[inline(always)]
+    fn next_hint(&mut self) -> Option<(u64, bool)> {
+        let at = self.ahead.max(self.read);
+        if at >= self.words.len() || at >= self.read + LOOK_WORDS {
+            return None;
+        }
+        // SAFETY: (look-ahead) `at`, at or past `read` and before the end,
+        // is the start of an entry (layout).
+        let vtable = unsafe { self.header(at) };
+        self.ahead = at + vtable.words;
+        let Some(hint) = vtable.hint else {
+            // An entry without a hint (a system message, say): none of
+            // the entries waiting now are looked at.
+            self.ahead = self.words.len();
+            return None;
+        };
+        let filling = self.ahead < self.read + LOOK_WORDS;
+        // SAFETY: (layout) the entry's envelope follows its header,
+        // initialized and owned by the queue (past the cursor); it is read
+        // in place, and nothing else touches the queue during the call.
+        Some((unsafe { hint(self.words.as_ptr().add(at + 1)) }, filling))
+    }
+
+    /// The table of the entry at word `at`.
+    ///
+    /// # Safety
+    /// `at` is the start of an entry (layout).
+    #[inline(always)]
+    unsafe fn header(&self, at: usize) -> &'static VTable<C> {
+        // SAFETY: the caller's: the first word of an entry is its header,
+        // written by `push_inline`.
+        unsafe {
+            self.words
+                .as_ptr()
+                .add(at)
+                .cast::<&'static VTable<C>>()
+                .read()
+        }
     }
 
     /// Entries waiting (counted by walking them: for reports, not for the
@@ -395,6 +560,7 @@ impl<C: 'static> Queue<C> {
             unsafe { (vtable.drop)(payload) };
         }
         self.words = Vec::new();
+        self.ahead = 0;
     }
 
     /// Bytes held by the buffer (for size reports).
@@ -413,3 +579,7 @@ impl<C: 'static> Drop for Queue<C> {
 #[cfg(test)]
 #[path = "queue_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "queue_look_tests.rs"]
+mod look_tests;

@@ -178,6 +178,7 @@ impl<T> Slot<T> {
     }
 }
 
+mod look;
 mod subs;
 
 /// One subscription: where it is, whose it is, and its handler (absent
@@ -276,6 +277,8 @@ pub(crate) struct Routes<T, H> {
     slots: Arena<Slot<T>>,
     subs: Records<Sub<H>>,
     far: Far<T>,
+    /// The index of the address last looked ahead at (`look_ahead`).
+    looked: std::cell::Cell<u32>,
 }
 
 impl<T, H> Default for Routes<T, H> {
@@ -287,6 +290,7 @@ impl<T, H> Default for Routes<T, H> {
                 slots: Vec::new(),
                 len: 0,
             },
+            looked: std::cell::Cell::new(0),
         }
     }
 }

@@ -280,6 +280,7 @@ impl Actor for Teller {
 /// A teller and two targets, `a` and `b` (each with its log), operational.
 struct Setup {
     locality: commutator::Locality,
+    root: Address,
     teller: Address,
     a: Address,
     b: Address,
@@ -302,6 +303,7 @@ fn tellers() -> Setup {
     locality.run_until_idle(clock.at(0));
     Setup {
         locality,
+        root,
         teller,
         a,
         b,
@@ -394,6 +396,7 @@ fn a_handler_sending_to_two_addresses_in_turn_reaches_each() {
         log,
         b_log,
         clock,
+        ..
     } = tellers();
     let tell = Tell(vec![
         (a.clone(), Say::Note("1")),
@@ -411,4 +414,89 @@ fn a_handler_sending_to_two_addresses_in_turn_reaches_each() {
     );
     assert_eq!(b_log.lines(), ["target heard 2"]);
     assert_eq!(locality.stats().dropped_unsubscribed, 0);
+}
+
+// A handler's kept route when its address goes: a stale key of the slot
+// that a new address took never takes the new address's route, and a dead
+// route gives way to the addresses the handler sends to now (written
+// while trying a route that kept the destination's index beside it).
+
+#[test]
+fn a_handler_sending_to_a_stale_address_whose_slot_holds_its_routes_address_does_not_reach_it() {
+    let Setup {
+        mut locality,
+        teller,
+        a,
+        log,
+        clock,
+        root,
+        ..
+    } = tellers();
+    locality
+        .send(&teller, Tell(vec![(a.clone(), Say::Note("1"))]))
+        .unwrap();
+    locality.run_until_idle(clock.at(0));
+    locality.shutdown(&a).unwrap();
+    locality.run_until_idle(clock.at(0));
+    // The next actor takes the freed slot: `a`'s index, a new generation.
+    let c_log = Log::new();
+    let c = locality
+        .spawn(
+            &root,
+            Target {
+                log: c_log.clone(),
+                note_sub: None,
+            },
+        )
+        .finish()
+        .unwrap();
+    locality.run_until_idle(clock.at(0));
+    let before = locality.stats();
+    // The route is learned for `c`, then a send to the stale `a` (same
+    // index) must not take it.
+    let tell = Tell(vec![
+        (c.clone(), Say::Note("2")),
+        (a.clone(), Say::Note("3")),
+        (c.clone(), Say::Note("4")),
+    ]);
+    locality.send(&teller, tell).unwrap();
+    locality.run_until_idle(clock.at(0));
+    assert_eq!(log.lines(), ["target heard 1"]);
+    assert_eq!(c_log.lines(), ["target heard 2", "target heard 4"]);
+    assert_eq!(
+        locality.stats().dropped_stale - before.dropped_stale,
+        1,
+        "the message to `a` is stale"
+    );
+}
+
+#[test]
+fn a_handler_whose_route_is_for_a_gone_address_reaches_the_addresses_it_sends_to_now() {
+    let Setup {
+        mut locality,
+        teller,
+        a,
+        b,
+        log,
+        b_log,
+        clock,
+        ..
+    } = tellers();
+    locality
+        .send(&teller, Tell(vec![(a.clone(), Say::Note("a"))]))
+        .unwrap();
+    locality.run_until_idle(clock.at(0));
+    locality.shutdown(&a).unwrap();
+    locality.run_until_idle(clock.at(0));
+    // The route kept for `a` is dead: learned again for `b`.
+    let notes = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+    let says: Vec<_> = (0..30)
+        .flat_map(|_| notes.iter().map(|n| (b.clone(), Say::Note(n))))
+        .collect();
+    locality.send(&teller, Tell(says)).unwrap();
+    locality.run_until_idle(clock.at(0));
+    assert_eq!(log.lines(), ["target heard a"]);
+    let heard = b_log.lines();
+    assert_eq!(heard.len(), 300);
+    assert!(heard.iter().all(|l| l.starts_with("target heard ")));
 }

@@ -251,6 +251,14 @@ struct ToEntity<M> {
 }
 
 impl<M: Send + 'static> Envelope<Core> for ToEntity<M> {
+    const HINTS: bool = true;
+
+    /// The destination, for the queue's look-ahead, as a direct send's.
+    #[inline(always)]
+    fn hint(&self) -> u64 {
+        crate::message::to_word(self.dest)
+    }
+
     #[inline]
     fn deliver(self, core: &mut Core) {
         if self.version != core.entities.version.get() as u32 {

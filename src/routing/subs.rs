@@ -120,6 +120,14 @@ impl<R: Default> Records<R> {
         }
     }
 
+    /// Prefetches the record of `key` (if in range; live or not).
+    #[inline(always)]
+    pub(super) fn prefetch(&self, key: Key) {
+        if let Some(record) = self.records.get(key.idx as usize) {
+            crate::queue::prefetch(record);
+        }
+    }
+
     /// Sets the mark of a live key (`END` until set; a mark must not be `END`).
     pub(super) fn set_mark(&mut self, key: Key, mark: u32) {
         debug_assert_ne!(mark, END);
