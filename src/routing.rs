@@ -178,8 +178,12 @@ impl<T> Slot<T> {
     }
 }
 
+mod far;
 mod look;
 mod subs;
+
+use far::Far;
+pub(crate) use far::{FAR, MAX_FAR, is_far};
 
 /// One subscription: where it is, whose it is, and its handler (absent
 /// while it runs).
@@ -220,58 +224,6 @@ pub(crate) struct Removed {
     pub(crate) owner: Key,
 }
 
-/// Address keys from this index up (below `FAR + MAX_FAR`) are *far*: chosen
-/// outside the table (reserved by another thread for a child it spawns
-/// here, see `LocalityShared::reserve_key`), not handed out by its arena,
-/// whose indices stay below 2^31 while fewer addresses live.
-pub(crate) const FAR: u32 = 1 << 31;
-/// How many far keys may be reserved at once.
-pub(crate) const MAX_FAR: u32 = 1 << 30;
-
-/// `true` for a far key (see [`FAR`]).
-#[inline]
-pub(crate) fn is_far(key: Key) -> bool {
-    key.idx.wrapping_sub(FAR) < MAX_FAR
-}
-
-/// Addresses at far keys: slot `idx - FAR`, with the key's generation.
-/// Never longer than the highest far index in use (plus one).
-struct Far<T> {
-    slots: Vec<Option<(u32, Slot<T>)>>,
-    len: usize,
-}
-
-impl<T> Far<T> {
-    #[cold]
-    #[inline(never)]
-    fn get(&self, key: Key) -> Option<&Slot<T>> {
-        match self.slots.get(key.idx.wrapping_sub(FAR) as usize)? {
-            Some((generation, slot)) if *generation == key.generation => Some(slot),
-            _ => None,
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn get_mut(&mut self, key: Key) -> Option<&mut Slot<T>> {
-        match self.slots.get_mut(key.idx.wrapping_sub(FAR) as usize)? {
-            Some((generation, slot)) if *generation == key.generation => Some(slot),
-            _ => None,
-        }
-    }
-
-    fn remove(&mut self, key: Key) -> Option<Slot<T>> {
-        self.get(key)?;
-        let i = (key.idx - FAR) as usize;
-        let (_, slot) = self.slots[i].take()?;
-        self.len -= 1;
-        while let Some(None) = self.slots.last() {
-            self.slots.pop();
-        }
-        Some(slot)
-    }
-}
-
 /// Addresses and subscriptions of one locality.
 pub(crate) struct Routes<T, H> {
     slots: Arena<Slot<T>>,
@@ -286,10 +238,7 @@ impl<T, H> Default for Routes<T, H> {
         Routes {
             slots: Arena::default(),
             subs: Records::default(),
-            far: Far {
-                slots: Vec::new(),
-                len: 0,
-            },
+            far: Far::default(),
             looked: std::cell::Cell::new(0),
         }
     }
@@ -328,12 +277,7 @@ impl<T, H> Routes<T, H> {
 
     /// `true` if an address can be added at the far key `key` (its slot is free).
     pub(crate) fn far_vacant(&self, key: Key) -> bool {
-        is_far(key)
-            && self
-                .far
-                .slots
-                .get((key.idx - FAR) as usize)
-                .is_none_or(Option::is_none)
+        self.far.vacant(key)
     }
 
     /// Adds an address at the far key `key` (see [`far_vacant`](Self::far_vacant));
@@ -342,17 +286,14 @@ impl<T, H> Routes<T, H> {
         if !self.far_vacant(key) {
             return false;
         }
-        let i = (key.idx - FAR) as usize;
-        if self.far.slots.len() <= i {
-            self.far.slots.resize_with(i + 1, || None);
-        }
-        let slot = Slot {
-            data,
-            first: Channel::new(TypeId::of::<NoType>(), Key::NONE),
-            more: Spill::new(),
-        };
-        self.far.slots[i] = Some((key.generation, slot));
-        self.far.len += 1;
+        self.far.insert(
+            key,
+            Slot {
+                data,
+                first: Channel::new(TypeId::of::<NoType>(), Key::NONE),
+                more: Spill::new(),
+            },
+        );
         true
     }
 
@@ -600,7 +541,7 @@ impl<T, H> Routes<T, H> {
 
     /// Live addresses.
     pub(crate) fn addresses(&self) -> usize {
-        self.slots.len() + self.far.len
+        self.slots.len() + self.far.len()
     }
 
     /// Live subscriptions.
