@@ -21,9 +21,8 @@ fn supervisor<'l>(l: &'l mut Locality, parent: &Address) -> Builder<'l, Sup> {
     l.spawn(parent, Sup).supervisor(SupervisorConfig::default())
 }
 
-#[test]
-fn an_actor_uses_the_registry_it_inherits_given_or_made_as_before() {
-    let clock = Clock::new();
+/// A locality whose root supervisor made a registry (`with_registry`).
+fn root_with_registry() -> (Locality, Address) {
     let mut l = Locality::named("L0");
     let root = l
         .spawn_root(Sup)
@@ -31,6 +30,13 @@ fn an_actor_uses_the_registry_it_inherits_given_or_made_as_before() {
         .supervisor(SupervisorConfig::default().with_registry())
         .finish()
         .unwrap();
+    (l, root)
+}
+
+#[test]
+fn an_actor_uses_the_registry_it_inherits_given_or_made_as_before() {
+    let clock = Clock::new();
+    let (mut l, root) = root_with_registry();
     let outer = l.registry_of(&root).expect("made with_registry");
     // Inherited up the tree, through a supervisor without a registry.
     let middle = supervisor(&mut l, &root).name("middle").finish().unwrap();
@@ -113,13 +119,7 @@ impl Actor for Finder {
 #[test]
 fn a_grandchild_registers_and_discovers_in_the_registry_it_inherits() {
     let clock = Clock::new();
-    let mut l = Locality::named("L0");
-    let root = l
-        .spawn_root(Sup)
-        .name("root")
-        .supervisor(SupervisorConfig::default().with_registry())
-        .finish()
-        .unwrap();
+    let (mut l, root) = root_with_registry();
     let registry = l.registry_of(&root).unwrap();
     let middle = supervisor(&mut l, &root).finish().unwrap();
     let seen = common::Slot::new();
@@ -165,13 +165,7 @@ struct Hi;
 fn an_entity_set_made_a_supervisor_at_its_init_passes_its_registry_on() {
     let clock = Clock::new();
     let log = common::Log::new();
-    let mut l = Locality::named("L0");
-    let root = l
-        .spawn_root(Sup)
-        .name("root")
-        .supervisor(SupervisorConfig::default().with_registry())
-        .finish()
-        .unwrap();
+    let (mut l, root) = root_with_registry();
     let registry = common::short(&l.registry_of(&root).unwrap());
     let members = log.clone();
     let set = commutator::EntitySet::new(move |_: &u32| Member(members.clone())).route::<Hi>();
