@@ -61,17 +61,9 @@ use std::sync::Arc;
 /// ```
 #[derive(Clone)]
 pub struct Address {
-    /// Its key as one word (`key()` splits it): written as one, so that a
-    /// copy read back at once does not stall (two 4-byte stores then one
-    /// 8-byte load: docs/benchmarks.md).
+    /// Its key as one word (`Key::to_word`; `key()` splits it).
     key: u64,
     repr: Repr,
-}
-
-/// A key as one word (the `idx` in the low half).
-#[inline(always)]
-fn word(key: Key) -> u64 {
-    u64::from(key.idx) | (u64::from(key.generation) << 32)
 }
 
 /// What an address knows besides its key (docs/architecture.md, "Addresses").
@@ -215,7 +207,7 @@ impl Address {
             label: labels.take(locality, actor, seq),
         };
         Address {
-            key: word(key),
+            key: key.to_word(),
             repr,
         }
     }
@@ -237,7 +229,7 @@ impl Address {
                 seq_lo: seq as u32,
             };
             return Address {
-                key: word(key),
+                key: key.to_word(),
                 repr,
             };
         }
@@ -288,17 +280,14 @@ impl Address {
             },
         };
         Address {
-            key: word(key),
+            key: key.to_word(),
             repr,
         }
     }
 
     #[inline]
     pub(crate) fn key(&self) -> Key {
-        Key {
-            idx: self.key as u32,
-            generation: (self.key >> 32) as u32,
-        }
+        Key::from_word(self.key)
     }
 
     /// The shared part of the address's locality.

@@ -40,6 +40,23 @@ impl Key {
         generation: u32::MAX,
     };
 
+    /// The key as one word (`idx` in the low half): stored whole, so
+    /// that a copy read back at once is one 8-byte load of one 8-byte
+    /// store (two 4-byte stores read as one load stall: docs/benchmarks.md).
+    #[inline(always)]
+    pub(crate) fn to_word(self) -> u64 {
+        u64::from(self.idx) | (u64::from(self.generation) << 32)
+    }
+
+    /// The key stored as [`to_word`](Self::to_word) made it.
+    #[inline(always)]
+    pub(crate) fn from_word(word: u64) -> Key {
+        Key {
+            idx: word as u32,
+            generation: (word >> 32) as u32,
+        }
+    }
+
     pub(crate) fn is_none(self) -> bool {
         self == Key::NONE
     }

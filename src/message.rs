@@ -23,7 +23,7 @@ impl<M: Send + 'static> Envelope<Core> for UserEnvelope<M> {
     /// The destination, for the queue's look-ahead (`Routes::look_ahead`).
     #[inline(always)]
     fn hint(&self) -> u64 {
-        to_word(self.dest)
+        self.dest.to_word()
     }
 
     #[inline(always)]
@@ -66,28 +66,15 @@ pub(crate) struct ResolvedEnvelope<M> {
     message: M,
 }
 
-#[inline(always)]
-pub(crate) fn to_word(key: Key) -> u64 {
-    u64::from(key.idx) | (u64::from(key.generation) << 32)
-}
-
-#[inline(always)]
-pub(crate) fn from_word(word: u64) -> Key {
-    Key {
-        idx: word as u32,
-        generation: (word >> 32) as u32,
-    }
-}
-
 impl<M> ResolvedEnvelope<M> {
     /// `message` from `sender` to `dest`, whose subscription to `M` was
     /// `sub` at the send (or `Key::NONE`).
     #[inline(always)]
     pub(crate) fn new(sub: Key, dest: Key, sender: Key, message: M) -> Self {
         ResolvedEnvelope {
-            sub: to_word(sub),
-            dest: to_word(dest),
-            sender: to_word(sender),
+            sub: sub.to_word(),
+            dest: dest.to_word(),
+            sender: sender.to_word(),
             message,
         }
     }
@@ -95,8 +82,8 @@ impl<M> ResolvedEnvelope<M> {
     #[inline(always)]
     fn unresolved(self) -> UserEnvelope<M> {
         UserEnvelope {
-            dest: from_word(self.dest),
-            sender: from_word(self.sender),
+            dest: Key::from_word(self.dest),
+            sender: Key::from_word(self.sender),
             message: self.message,
         }
     }
@@ -105,7 +92,7 @@ impl<M> ResolvedEnvelope<M> {
 impl<M: Send + 'static> Envelope<Core> for ResolvedEnvelope<M> {
     #[inline(always)]
     fn deliver(self, core: &mut Core) {
-        let sub = from_word(self.sub);
+        let sub = Key::from_word(self.sub);
         if core.inspect.level == 0
             && let Some(handler) = core
                 .routes
@@ -208,7 +195,7 @@ impl Core {
 impl crate::queue::LookAhead for Core {
     #[inline(always)]
     fn look_ahead(&self, hint: u64) -> bool {
-        self.routes.look_ahead(from_word(hint))
+        self.routes.look_ahead(Key::from_word(hint))
     }
 }
 

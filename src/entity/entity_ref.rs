@@ -256,7 +256,7 @@ impl<M: Send + 'static> Envelope<Core> for ToEntity<M> {
     /// The destination, for the queue's look-ahead, as a direct send's.
     #[inline(always)]
     fn hint(&self) -> u64 {
-        crate::message::to_word(self.dest)
+        self.dest.to_word()
     }
 
     #[inline]
