@@ -172,6 +172,12 @@ impl<T> Slot<T> {
         }
     }
 
+    /// `true` if nothing is subscribed on this address.
+    #[inline(always)]
+    fn is_unsubscribed(&self) -> bool {
+        self.first.type_id == TypeId::of::<NoType>() && self.more.is_empty()
+    }
+
     fn channels(&self) -> impl Iterator<Item = &Channel> {
         let first = (self.first.type_id != TypeId::of::<NoType>()).then_some(&self.first);
         first.into_iter().chain(self.more.as_slice().iter())
@@ -334,8 +340,7 @@ impl<T, H> Routes<T, H> {
     /// one) without subscriptions, the usual end of a plain actor: its
     /// data. `None`: nothing was removed (gone, far, or subscribed to).
     pub(crate) fn remove_unsubscribed(&mut self, key: Key) -> Option<T> {
-        let slot = self.slots.get(key)?;
-        if slot.first.type_id != TypeId::of::<NoType>() || !slot.more.is_empty() {
+        if !self.slots.get(key)?.is_unsubscribed() {
             return None;
         }
         self.slots.remove(key).map(|slot| slot.data)
@@ -344,12 +349,7 @@ impl<T, H> Routes<T, H> {
     /// [`remove_unsubscribed`](Self::remove_unsubscribed), its data dropped
     /// at once (not moved out): `true` if it was removed.
     pub(crate) fn discard_unsubscribed(&mut self, key: Key) -> bool {
-        match self.slots.get(key) {
-            Some(slot) if slot.first.type_id == TypeId::of::<NoType>() && slot.more.is_empty() => {
-                self.slots.discard(key)
-            }
-            _ => false,
-        }
+        self.slots.get(key).is_some_and(Slot::is_unsubscribed) && self.slots.discard(key)
     }
 
     /// Subscribes `owner`'s `handler` to messages of `type_id` on `address`;
