@@ -152,15 +152,23 @@ impl std::hash::Hasher for TypeIdHasher {
 /// A type no message has, marking an address with no channel.
 enum NoType {}
 
-/// One address: its first channel inline (a vacant one has the type
-/// `NoType`), the others apart.
-struct Slot<T> {
-    data: T,
+/// One address's channels: its first inline (a vacant one has the type
+/// `NoType`), the others apart. The address's data is kept apart too
+/// ([`Routes`]'s `data`): a delivery reads the slot, never the data, and
+/// deliveries to many addresses in turn read only the slots' bytes.
+struct Slot {
     first: Channel,
     more: Spill<Channel>,
 }
 
-impl<T> Slot<T> {
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            first: Channel::new(TypeId::of::<NoType>(), Key::NONE),
+            more: Spill::new(),
+        }
+    }
+
     #[inline(always)]
     fn channel(&self, type_id: TypeId) -> Option<&Channel> {
         if self.first.type_id == type_id {
@@ -232,7 +240,10 @@ pub(crate) struct Removed {
 
 /// Addresses and subscriptions of one locality.
 pub(crate) struct Routes<T, H> {
-    slots: Arena<Slot<T>>,
+    slots: Arena<Slot>,
+    /// The data of the address in `slots` at the same index (`None` where
+    /// none is): apart from the slots, so that they stay small.
+    data: Vec<Option<T>>,
     subs: Records<Sub<H>>,
     far: Far<T>,
     /// The index of the address last looked ahead at (`look_ahead`).
@@ -243,6 +254,7 @@ impl<T, H> Default for Routes<T, H> {
     fn default() -> Self {
         Routes {
             slots: Arena::default(),
+            data: Vec::new(),
             subs: Records::default(),
             far: Far::default(),
             looked: std::cell::Cell::new(0),
@@ -253,7 +265,7 @@ impl<T, H> Default for Routes<T, H> {
 impl<T, H> Routes<T, H> {
     /// The slot of a live address: in the arena, else (cold) a far one.
     #[inline(always)]
-    fn slot(&self, key: Key) -> Option<&Slot<T>> {
+    fn slot(&self, key: Key) -> Option<&Slot> {
         match self.slots.get(key) {
             Some(slot) => Some(slot),
             None => self.far.get(key),
@@ -263,7 +275,7 @@ impl<T, H> Routes<T, H> {
     /// As [`slot`](Self::slot), mutable (a far key misses the arena: its
     /// index is past the end).
     #[inline(always)]
-    fn slot_mut(&mut self, key: Key) -> Option<&mut Slot<T>> {
+    fn slot_mut(&mut self, key: Key) -> Option<&mut Slot> {
         match self.slots.get_mut(key) {
             Some(slot) => Some(slot),
             None => self.far.get_mut(key),
@@ -272,12 +284,14 @@ impl<T, H> Routes<T, H> {
 
     /// Adds an address whose data is made from its key.
     pub(crate) fn add_address(&mut self, make: impl FnOnce(Key) -> T) -> Key {
-        let key = self.slots.insert_with(|key| Slot {
-            data: make(key),
-            first: Channel::new(TypeId::of::<NoType>(), Key::NONE),
-            more: Spill::new(),
-        });
+        let key = self.slots.insert_with(|_| Slot::new());
         debug_assert!(!is_far(key), "2^31 live addresses");
+        let data = Some(make(key));
+        // The arena's slab grows at its end, one slot at a time: so does `data`.
+        match self.data.get_mut(key.idx as usize) {
+            Some(at) => *at = data,
+            None => self.push_data(key.idx as usize, data),
+        }
         key
     }
 
@@ -292,33 +306,50 @@ impl<T, H> Routes<T, H> {
         if !self.far_vacant(key) {
             return false;
         }
-        self.far.insert(
-            key,
-            Slot {
-                data,
-                first: Channel::new(TypeId::of::<NoType>(), Key::NONE),
-                more: Spill::new(),
-            },
-        );
+        self.far.insert(key, Slot::new(), data);
         true
     }
 
+    /// Fills `data` with `None` up to `idx` (not reached: the arena grows
+    /// one slot at a time).
+    #[cold]
+    #[inline(never)]
+    fn fill_data(&mut self, idx: usize) {
+        self.data.resize_with(idx, || None);
+    }
+
+    /// Puts the data of a new slot past the end of `data` (at its end: the
+    /// arena grew by one slot).
+    #[inline(always)]
+    fn push_data(&mut self, idx: usize, data: Option<T>) {
+        if idx != self.data.len() {
+            self.fill_data(idx);
+        }
+        self.data.push(data);
+    }
+
     /// The data of an address, if it is live.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn address(&self, key: Key) -> Option<&T> {
-        self.slot(key).map(|s| &s.data)
+        match self.slots.contains(key) {
+            true => self.data[key.idx as usize].as_ref(),
+            false => self.far.data(key),
+        }
     }
 
     /// The data of an address, if it is live.
     pub(crate) fn address_mut(&mut self, key: Key) -> Option<&mut T> {
-        self.slot_mut(key).map(|s| &mut s.data)
+        match self.slots.contains(key) {
+            true => self.data[key.idx as usize].as_mut(),
+            false => self.far.data_mut(key),
+        }
     }
 
     /// Removes an address and every subscription on it (their handlers are
     /// dropped, except one that is running: it is dropped when put back).
     pub(crate) fn remove_address(&mut self, key: Key) -> Option<(T, SmallVec<[Removed; 2]>)> {
-        let slot = match self.slots.remove(key) {
-            Some(slot) => slot,
+        let (slot, data) = match self.slots.remove(key) {
+            Some(slot) => (slot, self.data[key.idx as usize].take()?),
             None => self.far.remove(key)?,
         };
         let mut removed = SmallVec::new();
@@ -333,7 +364,7 @@ impl<T, H> Routes<T, H> {
                 }
             }
         }
-        Some((slot.data, removed))
+        Some((data, removed))
     }
 
     /// [`remove_address`](Self::remove_address) for an address (not a far
@@ -343,13 +374,18 @@ impl<T, H> Routes<T, H> {
         if !self.slots.get(key)?.is_unsubscribed() {
             return None;
         }
-        self.slots.remove(key).map(|slot| slot.data)
+        self.slots.remove(key)?;
+        self.data[key.idx as usize].take()
     }
 
     /// [`remove_unsubscribed`](Self::remove_unsubscribed), its data dropped
     /// at once (not moved out): `true` if it was removed.
     pub(crate) fn discard_unsubscribed(&mut self, key: Key) -> bool {
-        self.slots.get(key).is_some_and(Slot::is_unsubscribed) && self.slots.discard(key)
+        if !(self.slots.get(key).is_some_and(Slot::is_unsubscribed) && self.slots.discard(key)) {
+            return false;
+        }
+        self.data[key.idx as usize] = None;
+        true
     }
 
     /// Subscribes `owner`'s `handler` to messages of `type_id` on `address`;

@@ -21,7 +21,7 @@ pub(crate) fn is_far(key: Key) -> bool {
 /// Addresses at far keys: slot `idx - FAR`, with the key's generation.
 /// Never longer than the highest far index in use (plus one).
 pub(super) struct Far<T> {
-    slots: Vec<Option<(u32, Slot<T>)>>,
+    slots: Vec<Option<(u32, Slot, T)>>,
     len: usize,
 }
 
@@ -37,31 +37,53 @@ impl<T> Default for Far<T> {
 impl<T> Far<T> {
     #[cold]
     #[inline(never)]
-    pub(super) fn get(&self, key: Key) -> Option<&Slot<T>> {
-        match self.slots.get(key.idx.wrapping_sub(FAR) as usize)? {
-            Some((generation, slot)) if *generation == key.generation => Some(slot),
-            _ => None,
-        }
+    pub(super) fn get(&self, key: Key) -> Option<&Slot> {
+        self.entry(key).map(|(slot, _)| slot)
     }
 
     #[cold]
     #[inline(never)]
-    pub(super) fn get_mut(&mut self, key: Key) -> Option<&mut Slot<T>> {
-        match self.slots.get_mut(key.idx.wrapping_sub(FAR) as usize)? {
-            Some((generation, slot)) if *generation == key.generation => Some(slot),
+    pub(super) fn get_mut(&mut self, key: Key) -> Option<&mut Slot> {
+        self.entry_mut(key).map(|(slot, _)| slot)
+    }
+
+    /// The data of the far address at `key`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn data(&self, key: Key) -> Option<&T> {
+        self.entry(key).map(|(_, data)| data)
+    }
+
+    /// The data of the far address at `key`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn data_mut(&mut self, key: Key) -> Option<&mut T> {
+        self.entry_mut(key).map(|(_, data)| data)
+    }
+
+    fn entry(&self, key: Key) -> Option<(&Slot, &T)> {
+        match self.slots.get(key.idx.wrapping_sub(FAR) as usize)? {
+            Some((generation, slot, data)) if *generation == key.generation => Some((slot, data)),
             _ => None,
         }
     }
 
-    pub(super) fn remove(&mut self, key: Key) -> Option<Slot<T>> {
+    fn entry_mut(&mut self, key: Key) -> Option<(&mut Slot, &mut T)> {
+        match self.slots.get_mut(key.idx.wrapping_sub(FAR) as usize)? {
+            Some((generation, slot, data)) if *generation == key.generation => Some((slot, data)),
+            _ => None,
+        }
+    }
+
+    pub(super) fn remove(&mut self, key: Key) -> Option<(Slot, T)> {
         self.get(key)?;
         let i = (key.idx - FAR) as usize;
-        let (_, slot) = self.slots[i].take()?;
+        let (_, slot, data) = self.slots[i].take()?;
         self.len -= 1;
         while let Some(None) = self.slots.last() {
             self.slots.pop();
         }
-        Some(slot)
+        Some((slot, data))
     }
 
     /// `true` if `key` is far and its slot is free.
@@ -73,14 +95,14 @@ impl<T> Far<T> {
                 .is_none_or(Option::is_none)
     }
 
-    /// Puts `slot` at the far key `key` (it must be [`vacant`](Self::vacant)).
-    pub(super) fn insert(&mut self, key: Key, slot: Slot<T>) {
+    /// Puts `slot` and `data` at the far key `key` (it must be [`vacant`](Self::vacant)).
+    pub(super) fn insert(&mut self, key: Key, slot: Slot, data: T) {
         debug_assert!(self.vacant(key));
         let i = (key.idx - FAR) as usize;
         if self.slots.len() <= i {
             self.slots.resize_with(i + 1, || None);
         }
-        self.slots[i] = Some((key.generation, slot));
+        self.slots[i] = Some((key.generation, slot, data));
         self.len += 1;
     }
 

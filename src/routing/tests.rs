@@ -188,3 +188,25 @@ impl Routes<&'static str, u32> {
         matches!(self.check_route(sub, address, tag), Kept::Holds)
     }
 }
+
+/// A delivery reads an address's slot, not its data: the slot stays
+/// small, so that deliveries to many addresses in turn read few bytes
+/// (docs/entities.md, session 9).
+#[test]
+fn an_address_slot_keeps_its_data_apart() {
+    let entry = std::mem::size_of::<Option<(u32, super::Slot)>>();
+    // (with the arena's generation and the slab's tag: 80 bytes with the data)
+    assert!(entry <= 56, "{entry}");
+    let mut r: Routes<[u64; 8], ()> = Routes::default();
+    let a = r.add_address(|_| [1; 8]);
+    let b = r.add_address(|_| [2; 8]);
+    assert_eq!(r.address(a), Some(&[1; 8]));
+    assert_eq!(r.remove_address(a).map(|(d, _)| d), Some([1; 8]));
+    assert_eq!(r.address(a), None, "gone with its slot");
+    let c = r.add_address(|_| [3; 8]);
+    assert_eq!(c.idx, a.idx, "the slot is reused, and its data place");
+    assert_eq!(r.address(a), None, "a stale key reads no data");
+    assert_eq!(r.address(c), Some(&[3; 8]));
+    assert!(r.discard_unsubscribed(b));
+    assert_eq!(r.address(b), None);
+}
