@@ -364,11 +364,7 @@ impl<'a, A: Actor> Context<'a, A> {
         F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
     {
         let actor = crate::actor::typed_actor::<A>(self.core, self.me)?;
-        let handler = subscription::Subscriber {
-            actor: Some(actor as std::rc::Rc<dyn std::any::Any>),
-            route: Key::NONE.to_word(),
-            f: Box::new(crate::actor::ActorHandler::<A, M, F>::new(handler)),
-        };
+        let handler = Box::new(crate::actor::ActorHandler::new(actor, self.me, handler));
         subscription::subscribe::<M>(self.core, address, self.me, handler).map(SubscriptionId)
     }
 

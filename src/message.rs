@@ -33,10 +33,10 @@ impl<M: Send + 'static> Envelope<Core> for UserEnvelope<M> {
         crate::queue::Queue::look_ahead(core, |core| &mut core.queue);
         // The common case (one subscriber, inspection off) here; the rest
         // out of line, so that this path saves few registers.
-        let Some((sub, me, handler)) = crate::subscription::single::<M>(core, self.dest) else {
+        let Some((sub, handler)) = crate::subscription::single::<M>(core, self.dest) else {
             return self.deliver_slow(core);
         };
-        handler.call(core, sub, me, Lent::new(&self.message));
+        handler.call(core, sub, Lent::new(&self.message));
         if !matches!(core.next, Next::Done) {
             self.after(core);
         }
@@ -94,12 +94,12 @@ impl<M: Send + 'static> Envelope<Core> for ResolvedEnvelope<M> {
     fn deliver(self, core: &mut Core) {
         let sub = Key::from_word(self.sub);
         if core.inspect.level == 0
-            && let Some((me, handler)) = core
+            && let Some(handler) = core
                 .routes
                 .take_route(sub, crate::routing::type_tag(std::any::TypeId::of::<M>()))
         {
             core.stats.delivered += 1;
-            handler.call(core, sub, me, Lent::new(&self.message));
+            handler.call(core, sub, Lent::new(&self.message));
             if !matches!(core.next, Next::Done) {
                 self.unresolved().after(core);
             }

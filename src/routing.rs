@@ -468,13 +468,11 @@ impl<T, H> Routes<T, H> {
         channel.subs().collect()
     }
 
-    /// Takes the handler of a live subscription out, to call it, with the
-    /// subscription's owner; `None` if the subscription is gone or its
-    /// handler is out already.
+    /// Takes the handler of a live subscription out, to call it; `None` if
+    /// the subscription is gone or its handler is out already.
     #[inline(always)]
-    pub(crate) fn take_handler(&mut self, sub: Key) -> Option<(Key, H)> {
-        let record = self.subs.get_mut(sub)?;
-        Some((record.owner, record.handler.take()?))
+    pub(crate) fn take_handler(&mut self, sub: Key) -> Option<H> {
+        self.subs.get_mut(sub)?.handler.take()
     }
 
     /// The first subscription to `type_id` on `address`, or `Key::NONE`
@@ -519,9 +517,8 @@ impl<T, H> Routes<T, H> {
     /// whether it is alone, kept by `subscribe` and `unsubscribe`), read
     /// beside its generation.
     #[inline(always)]
-    pub(crate) fn take_route(&mut self, sub: Key, tag: u32) -> Option<(Key, H)> {
-        let record = self.subs.get_mut_marked(sub, tag | ALONE)?;
-        Some((record.owner, record.handler.take()?))
+    pub(crate) fn take_route(&mut self, sub: Key, tag: u32) -> Option<H> {
+        self.subs.get_mut_marked(sub, tag | ALONE)?.handler.take()
     }
 
     /// Puts a handler back after its call; `false` if its subscription was
@@ -539,24 +536,6 @@ impl<T, H> Routes<T, H> {
                 true
             }
             None => false,
-        }
-    }
-
-    /// [`put_handler`](Self::put_handler) of the handler `make` makes, made
-    /// where it goes (not on the stack first and copied).
-    #[inline(always)]
-    pub(crate) fn put_handler_with(&mut self, sub: Key, make: impl FnOnce() -> H) -> bool {
-        match self.subs.get_mut(sub) {
-            Some(record) => {
-                let out = record.handler.replace(make());
-                debug_assert!(out.is_none(), "a handler was put back twice");
-                std::mem::forget(out);
-                true
-            }
-            None => {
-                drop(make());
-                false
-            }
         }
     }
 

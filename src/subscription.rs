@@ -21,83 +21,21 @@ use crate::dead_letter::DeadLetterReason;
 use crate::locality::Core;
 use crate::queue::Lent;
 use crate::routing::{Found, Removed};
-use std::any::{Any, TypeId};
+use std::any::TypeId;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::rc::Rc;
 
-/// What a subscription does with a message, its message type (and its
-/// actor's) erased: the typed piece a delivery calls.
+/// A subscribed handler, with its message type erased.
 pub(crate) trait Handler {
     /// Handles `message` (a `&M` of the type subscribed to), then puts
-    /// itself back with `taken` as the handler of `sub`, taken out of the
-    /// routing table for the call
-    /// ([`Routes::put_handler`](crate::routing::Routes::put_handler)).
+    /// itself back as the handler of `sub`, taken out of the routing table
+    /// for the call ([`Routes::put_handler`](crate::routing::Routes::put_handler)).
     /// The handler does the putting back, not its caller: the caller then
     /// keeps nothing across the call (fewer registers saved per delivery).
-    fn call(self: Box<Self>, core: &mut Core, taken: Taken<'_>);
-}
-
-/// A subscription's handler as its record in the routing table keeps it:
-/// for an actor's, the actor's cell itself (so a delivery goes from the
-/// record straight to the actor, with no box of the handler's between
-/// them) and the route of its last send; and the typed function, boxed
-/// (zero-sized for a function or a closure that captures nothing: no
-/// allocation).
-pub(crate) struct Subscriber {
-    /// The actor's cell (an `Rc<RefCell<ActorBox<A>>>`, a clone of the
-    /// one in its `ActorCell`); `None` for a handler owned by no actor.
-    pub(crate) actor: Option<Rc<dyn Any>>,
-    /// The route of the handler's last send (`Core::send_routed`), a key
-    /// as one word ([`Key::to_word`]: written and read back by one store
-    /// and one load).
-    pub(crate) route: u64,
-    /// What it does with a message.
-    pub(crate) f: Box<dyn Handler>,
-}
-
-impl Subscriber {
-    /// A handler owned by no actor (a forwarder, a probe).
-    pub(crate) fn new(f: Box<dyn Handler>) -> Self {
-        Subscriber {
-            actor: None,
-            route: Key::NONE.to_word(),
-            f,
-        }
-    }
-
-    /// Calls the handler, which puts itself back as the handler of `sub`
-    /// (whose owner is `me`).
-    #[inline(always)]
-    pub(crate) fn call(self, core: &mut Core, sub: Key, me: Key, message: Lent<'_>) {
-        let Subscriber { actor, route, f } = self;
-        let taken = Taken {
-            actor,
-            sub: sub.to_word(),
-            me: me.to_word(),
-            route,
-            message,
-        };
-        f.call(core, taken);
-    }
-}
-
-/// What a [`Handler`] gets from its record with the call, to put back
-/// after it.
-pub(crate) struct Taken<'a> {
-    /// [`Subscriber::actor`].
-    pub(crate) actor: Option<Rc<dyn Any>>,
-    /// The subscription (a key as one word).
-    pub(crate) sub: u64,
-    /// The subscription's owner (a key as one word).
-    pub(crate) me: u64,
-    /// [`Subscriber::route`].
-    pub(crate) route: u64,
-    /// The message.
-    pub(crate) message: Lent<'a>,
+    fn call(self: Box<Self>, core: &mut Core, sub: Key, message: Lent<'_>);
 }
 
 /// A handler as the routing table keeps it.
-pub(crate) type BoxedHandler = Subscriber;
+pub(crate) type BoxedHandler = Box<dyn Handler>;
 
 /// What the locality keeps per address besides its subscriptions.
 pub(crate) struct AddressInfo {
@@ -195,13 +133,13 @@ pub(crate) enum Next {
 /// (inspection off); counted as delivered. `None`: go the long way
 /// ([`route`]).
 #[inline(always)]
-pub(crate) fn single<M: 'static>(core: &mut Core, dest: Key) -> Option<(Key, Key, BoxedHandler)> {
+pub(crate) fn single<M: 'static>(core: &mut Core, dest: Key) -> Option<(Key, BoxedHandler)> {
     if core.inspect.level == 0
         && let Found::One(sub) = core.routes.find(dest, TypeId::of::<M>())
-        && let Some((me, handler)) = core.routes.take_handler(sub)
+        && let Some(handler) = core.routes.take_handler(sub)
     {
         core.stats.delivered += 1;
-        return Some((sub, me, handler));
+        return Some((sub, handler));
     }
     None
 }
@@ -212,8 +150,8 @@ pub(crate) fn single<M: 'static>(core: &mut Core, dest: Key) -> Option<(Key, Key
 /// caller ([`single`]); everything else is in [`route_slow`].
 #[inline(always)]
 pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
-    if let Some((sub, me, handler)) = single::<M>(core, dest) {
-        handler.call(core, sub, me, Lent::new(message));
+    if let Some((sub, handler)) = single::<M>(core, dest) {
+        handler.call(core, sub, Lent::new(message));
         return;
     }
     route_slow(core, dest, sender, message);
@@ -274,10 +212,10 @@ pub(crate) fn route_slow<M: 'static>(core: &mut Core, dest: Key, sender: Key, me
 /// an earlier handler of this message, or lost to a panic).
 #[inline(always)]
 fn call<M: 'static>(core: &mut Core, sub: Key, message: &M) -> bool {
-    let Some((me, handler)) = core.routes.take_handler(sub) else {
+    let Some(handler) = core.routes.take_handler(sub) else {
         return false;
     };
-    handler.call(core, sub, me, Lent::new(message));
+    handler.call(core, sub, Lent::new(message));
     true
 }
 
@@ -305,26 +243,11 @@ impl<M, F> FnHandler<M, F> {
 }
 
 impl<M: 'static, F: Fn(&mut Core, &M) + 'static> Handler for FnHandler<M, F> {
-    fn call(self: Box<Self>, core: &mut Core, taken: Taken<'_>) {
-        let Taken {
-            actor,
-            sub,
-            route,
-            message,
-            ..
-        } = taken;
+    fn call(self: Box<Self>, core: &mut Core, sub: Key, message: Lent<'_>) {
         match message.get::<M>() {
             Some(message) => (self.f)(core, message),
             None => core.next = Next::Reroute,
         }
-        let sub = Key::from_word(sub);
-        core.routes.put_handler(
-            sub,
-            Subscriber {
-                actor,
-                route,
-                f: self,
-            },
-        );
+        core.routes.put_handler(sub, self);
     }
 }

@@ -202,10 +202,7 @@ impl Harness {
         let label = crate::message::short_type_name::<M>();
         let (key, address) = core.create_address_slot("probe".into(), seq, Some(label.into()));
         let probe = Probe::new(address);
-        let handler = crate::subscription::Subscriber::new(Box::new(Record(
-            probe.received.clone(),
-            PhantomData::<fn(M)>,
-        )));
+        let handler = Box::new(Record(probe.received.clone(), PhantomData::<fn(M)>));
         crate::subscription::subscribe::<M>(core, key, Key::NONE, handler);
         probe
     }
@@ -221,10 +218,7 @@ impl Harness {
             return Err(Error::new(ErrorCode::ForeignAddress).with_context(address.to_string()));
         }
         let probe = Probe::new(address.clone());
-        let handler = crate::subscription::Subscriber::new(Box::new(Record(
-            probe.received.clone(),
-            PhantomData::<fn(M)>,
-        )));
+        let handler = Box::new(Record(probe.received.clone(), PhantomData::<fn(M)>));
         crate::subscription::subscribe::<M>(core, address.key(), Key::NONE, handler)
             .ok_or_else(|| address.stale_error())?;
         Ok(probe)
@@ -311,20 +305,11 @@ impl<M> fmt::Debug for Probe<M> {
 struct Record<M>(Rc<RefCell<Vec<M>>>, PhantomData<fn(M)>);
 
 impl<M: Clone + 'static> Handler for Record<M> {
-    fn call(self: Box<Self>, core: &mut Core, taken: crate::subscription::Taken<'_>) {
-        let crate::subscription::Taken {
-            actor,
-            sub,
-            route,
-            message,
-            ..
-        } = taken;
+    fn call(self: Box<Self>, core: &mut Core, sub: Key, message: crate::queue::Lent<'_>) {
         match message.get::<M>() {
             Some(message) => self.0.borrow_mut().push(message.clone()),
             None => core.next = crate::subscription::Next::Reroute,
         }
-        let f = self;
-        let back = crate::subscription::Subscriber { actor, route, f };
-        core.routes.put_handler(Key::from_word(sub), back);
+        core.routes.put_handler(sub, self);
     }
 }

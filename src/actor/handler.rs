@@ -1,31 +1,34 @@
-//! [`ActorHandler`]: what a subscription of an actor does with a message,
-//! the piece a delivery calls.
+//! [`ActorHandler`]: a subscription's handler for an actor, the piece a
+//! delivery calls.
 
-use super::{Actor, ActorBox};
+use super::{Actor, ActorRc};
 use crate::arena::Key;
 use crate::context::Context;
 use crate::locality::Core;
-use crate::subscription::{Handler, Subscriber, Taken};
-use std::any::Any;
-use std::cell::RefCell;
+use crate::queue::Lent;
+use crate::subscription::Handler;
 use std::marker::PhantomData;
-use std::rc::Rc;
 
-/// The handler function `F` of actor `A` for messages `M`. The actor's cell
-/// and the route are in the subscription's record ([`Subscriber`]), not
-/// here: a delivery reaches the actor from the record in one load, and for
-/// the usual `F` (a function or a closure that captures nothing) this is
-/// zero-sized, so its box allocates nothing.
+/// A handler of actor `A` for messages `M`: holds the actor's typed cell, so
+/// a delivery reaches the actor without a lookup or a downcast.
 pub(crate) struct ActorHandler<A: Actor, M, F> {
+    actor: ActorRc<A>,
+    me: Key,
+    /// The route of this handler's last send, kept for the next
+    /// (`Core::send_routed`).
+    route: Key,
     f: F,
-    _types: PhantomData<fn(&mut A, &M)>,
+    _message: PhantomData<fn(&M)>,
 }
 
 impl<A: Actor, M, F> ActorHandler<A, M, F> {
-    pub(crate) fn new(f: F) -> Self {
+    pub(crate) fn new(actor: ActorRc<A>, me: Key, f: F) -> Self {
         ActorHandler {
+            actor,
+            me,
+            route: Key::NONE,
             f,
-            _types: PhantomData,
+            _message: PhantomData,
         }
     }
 }
@@ -37,44 +40,21 @@ where
     F: Fn(&mut A, &M, &mut Context<'_, A>) + 'static,
 {
     #[inline]
-    fn call(self: Box<Self>, core: &mut Core, taken: Taken<'_>) {
-        let Taken {
-            actor,
-            sub,
-            me,
-            route,
-            message,
-        } = taken;
-        let (me, mut route) = (Key::from_word(me), Key::from_word(route));
-        // The record of an actor's handler holds its cell: typed again by
-        // a type compare (as an owned `Rc`, so that the cell's place in
-        // its allocation is known without the erased type's alignment).
-        let actor = match actor.map(Rc::downcast::<RefCell<ActorBox<A>>>) {
-            Some(Ok(cell)) => {
-                match message.get::<M>() {
-                    Some(message) => {
-                        // A busy actor is never re-entered.
-                        if let Ok(mut b) = cell.try_borrow_mut() {
-                            // The dispatch loop's panic boundary reads who was running.
-                            core.running = me;
-                            let ctx = &mut Context::with_route(core, me, &mut route);
-                            (self.f)(&mut b.actor, message, ctx);
-                            core.running = Key::NONE;
-                        }
-                    }
-                    None => core.next = crate::subscription::Next::Reroute,
+    fn call(mut self: Box<Self>, core: &mut Core, sub: Key, message: Lent<'_>) {
+        let this = &mut *self;
+        match message.get::<M>() {
+            // A busy actor is never re-entered.
+            Some(message) => {
+                if let Ok(mut b) = this.actor.try_borrow_mut() {
+                    // The dispatch loop's panic boundary reads who was running.
+                    core.running = this.me;
+                    let ctx = &mut Context::with_route(core, this.me, &mut this.route);
+                    (this.f)(&mut b.actor, message, ctx);
+                    core.running = Key::NONE;
                 }
-                Some(cell as Rc<dyn Any>)
             }
-            Some(Err(other)) => Some(other),
-            None => None,
-        };
-        let route = route.to_word();
-        core.routes
-            .put_handler_with(Key::from_word(sub), || Subscriber {
-                actor,
-                route,
-                f: self,
-            });
+            None => core.next = crate::subscription::Next::Reroute,
+        }
+        core.routes.put_handler(sub, self);
     }
 }

@@ -70,12 +70,7 @@ impl<M: Clone + Send + 'static> Install for Forward<M> {
                 }
             }
         });
-        let sub = subscription::subscribe::<M>(
-            core,
-            address,
-            Key::NONE,
-            subscription::Subscriber::new(Box::new(forward)),
-        )?;
+        let sub = subscription::subscribe::<M>(core, address, Key::NONE, Box::new(forward))?;
         own.set(sub);
         Some(sub)
     }

@@ -69,7 +69,7 @@ fn a_handler_taken_out_and_unsubscribed_meanwhile_is_not_put_back() {
     let mut r = routes();
     let a = r.add_address(|_| "a");
     let s = r.subscribe(a, TypeId::of::<A>(), Key::NONE, 7).unwrap();
-    let (_, h) = r.take_handler(s).unwrap();
+    let h = r.take_handler(s).unwrap();
     assert_eq!(r.take_handler(s), None, "out already");
     assert!(r.unsubscribe(s).is_some());
     assert!(!r.put_handler(s, h));
@@ -144,7 +144,7 @@ fn a_kept_route_holds_while_its_subscription_lives_and_is_taken_while_it_is_alon
     assert!(!r.holds(s1, b, tag_a), "another address");
     assert!(!r.holds(s1, a, tag_b), "another type");
     assert_eq!(r.take_route(s1, tag_b), None);
-    assert_eq!(r.take_route(s1, tag_a), Some((Key::NONE, 1)));
+    assert_eq!(r.take_route(s1, tag_a), Some(1));
     assert_eq!(r.take_route(s1, tag_a), None, "out already");
     assert!(r.put_handler(s1, 1));
 
@@ -154,24 +154,20 @@ fn a_kept_route_holds_while_its_subscription_lives_and_is_taken_while_it_is_alon
     assert_eq!(r.take_route(s1, tag_a), None);
     assert_eq!(r.take_route(s2, tag_a), None);
     r.unsubscribe(s2).unwrap();
-    assert_eq!(r.take_route(s1, tag_a), Some((Key::NONE, 1)), "alone again");
+    assert_eq!(r.take_route(s1, tag_a), Some(1), "alone again");
     assert!(r.put_handler(s1, 1));
 
     // Channels apart from the first keep their marks too.
     let s3 = r.subscribe(a, tb, Key::NONE, 3).unwrap();
-    assert_eq!(r.take_route(s3, tag_b), Some((Key::NONE, 3)));
+    assert_eq!(r.take_route(s3, tag_b), Some(3));
     assert!(r.put_handler(s3, 3));
     let s4 = r.subscribe(a, tb, Key::NONE, 4).unwrap();
     assert_eq!(r.take_route(s3, tag_b), None);
     r.unsubscribe(s3).unwrap();
     assert_eq!(r.first_of(a, tb), s4);
-    assert_eq!(r.take_route(s4, tag_b), Some((Key::NONE, 4)), "left alone");
+    assert_eq!(r.take_route(s4, tag_b), Some(4), "left alone");
     assert!(r.put_handler(s4, 4));
-    assert_eq!(
-        r.take_route(s1, tag_a),
-        Some((Key::NONE, 1)),
-        "the other channel's"
-    );
+    assert_eq!(r.take_route(s1, tag_a), Some(1), "the other channel's");
     assert!(r.put_handler(s1, 1));
 
     // Gone: its record reused by a subscription elsewhere.
