@@ -185,19 +185,6 @@ impl<T> Arena<T> {
         Some(self.slab.remove(key.idx as usize).value)
     }
 
-    /// Removes the value and drops it where it was read, if the key is
-    /// still current: `true` if it was. (Not moved out further, as
-    /// [`remove`](Self::remove)'s answer would be: a value read back from
-    /// the stack at other offsets than it was written stalls its loads.)
-    #[inline(always)]
-    pub(crate) fn discard(&mut self, key: Key) -> bool {
-        if !self.contains(key) {
-            return false;
-        }
-        drop(self.slab.remove(key.idx as usize));
-        true
-    }
-
     /// Every live value.
     pub(crate) fn values(&self) -> impl Iterator<Item = &T> {
         self.slab.iter().map(|(_, e)| &e.value)
@@ -223,25 +210,6 @@ mod tests {
         assert_eq!(a.remove(k1), None);
         assert_eq!(a.get(k2), Some(&"second"));
         assert_eq!(a.len(), 1);
-    }
-
-    #[test]
-    fn discard_drops_a_current_value_only() {
-        let mut a = Arena::default();
-        let value = std::rc::Rc::new(());
-        let k1 = a.insert(value.clone());
-        assert!(a.discard(k1));
-        assert_eq!(std::rc::Rc::strong_count(&value), 1, "dropped");
-        assert!(!a.discard(k1), "a stale key discards nothing");
-        let k2 = a.insert(value.clone());
-        assert!(!a.discard(k1));
-        assert_eq!(
-            std::rc::Rc::strong_count(&value),
-            2,
-            "the newer value is kept"
-        );
-        assert!(a.discard(k2));
-        assert_eq!(a.len(), 0);
     }
 
     #[test]

@@ -12,97 +12,11 @@
 //! message, and one removed meanwhile is skipped (its handler is dropped on
 //! the way back).
 
-use crate::arena::{Arena, Key};
+use crate::arena::Key;
+use channel::{Channel, Spill};
 use smallvec::SmallVec;
 use std::any::TypeId;
 use subs::Records;
-
-/// A list that is usually empty: one word, and no allocation while empty
-/// (hence the box around the `Vec`: three words would be kept in every
-/// address otherwise).
-#[allow(clippy::box_collection)]
-struct Spill<T>(Option<Box<Vec<T>>>);
-
-impl<T> Spill<T> {
-    const fn new() -> Self {
-        Spill(None)
-    }
-    #[inline(always)]
-    fn is_empty(&self) -> bool {
-        self.0.is_none()
-    }
-    fn as_slice(&self) -> &[T] {
-        self.0.as_deref().map_or(&[], Vec::as_slice)
-    }
-    fn as_mut_slice(&mut self) -> &mut [T] {
-        self.0.as_deref_mut().map_or(&mut [], Vec::as_mut_slice)
-    }
-    fn push(&mut self, item: T) {
-        self.0.get_or_insert_with(Box::default).push(item);
-    }
-    /// Removes the item at `index` (it must be there).
-    fn remove(&mut self, index: usize) -> T {
-        let list = self.0.as_mut().expect("an item to remove");
-        let item = list.remove(index);
-        if list.is_empty() {
-            self.0 = None;
-        }
-        item
-    }
-}
-
-/// The subscriptions of one message type on one address, in order: the
-/// first, then the others (most channels have one: no allocation, and no
-/// branch on a spilled small vector when routing).
-struct Channel {
-    type_id: TypeId,
-    first: Key,
-    more: Spill<Key>,
-}
-
-impl Channel {
-    fn new(type_id: TypeId, sub: Key) -> Channel {
-        Channel {
-            type_id,
-            first: sub,
-            more: Spill::new(),
-        }
-    }
-
-    fn subs(&self) -> impl Iterator<Item = Key> + '_ {
-        std::iter::once(self.first).chain(self.more.as_slice().iter().copied())
-    }
-
-    fn holds(&self, sub: Key) -> bool {
-        self.first == sub || self.more.as_slice().contains(&sub)
-    }
-
-    /// Adds `sub` after the others; the subscription that was alone here
-    /// until now, if one was.
-    fn join(&mut self, sub: Key) -> Option<Key> {
-        let was_alone = self.alone();
-        self.more.push(sub);
-        was_alone
-    }
-
-    /// The one subscription here, if there is one only.
-    fn alone(&self) -> Option<Key> {
-        self.more.is_empty().then_some(self.first)
-    }
-
-    /// Removes `sub` (it must be here); `true` if the channel is now empty.
-    fn remove(&mut self, sub: Key) -> bool {
-        if self.first == sub {
-            if self.more.is_empty() {
-                return true;
-            }
-            self.first = self.more.remove(0);
-        } else if let Some(pos) = self.more.as_slice().iter().position(|s| *s == sub) {
-            self.more.remove(pos);
-        }
-        false
-    }
-}
 
 /// What [`Routes::check_route`] says of a kept route.
 pub(crate) enum Kept {
@@ -161,6 +75,13 @@ struct Slot {
     more: Spill<Channel>,
 }
 
+impl Default for Slot {
+    /// A vacant slot's, and a new address's: no channel.
+    fn default() -> Slot {
+        Slot::new()
+    }
+}
+
 impl Slot {
     fn new() -> Slot {
         Slot {
@@ -192,6 +113,7 @@ impl Slot {
     }
 }
 
+mod channel;
 mod far;
 mod look;
 mod subs;
@@ -199,11 +121,11 @@ mod subs;
 use far::Far;
 pub(crate) use far::{FAR, MAX_FAR, is_far};
 
-/// One subscription: where it is, whose it is, and its handler (absent
-/// while it runs).
+/// One subscription: where it is, and its handler (absent while it runs).
+/// Whose it is is kept apart ([`Routes`]'s `owners`): a delivery reads
+/// the record, never its owner.
 struct Sub<H> {
     address: Key,
-    owner: Key,
     handler: Option<H>,
 }
 
@@ -212,10 +134,31 @@ impl<H> Default for Sub<H> {
     fn default() -> Self {
         Sub {
             address: Key::NONE,
-            owner: Key::NONE,
             handler: None,
         }
     }
+}
+
+/// A value per index of an arena kept beside it, in a vector that grows
+/// with it (an arena hands out the index past its last one, or a freed one).
+#[inline(always)]
+fn put_beside<V>(values: &mut Vec<V>, idx: u32, value: V, vacant: impl Fn() -> V) {
+    match values.get_mut(idx as usize) {
+        Some(at) => *at = value,
+        None => {
+            if idx as usize != values.len() {
+                fill_beside(values, idx as usize, vacant);
+            }
+            values.push(value);
+        }
+    }
+}
+
+/// Fills `values` up to `len` (not reached: an arena grows one index at a time).
+#[cold]
+#[inline(never)]
+fn fill_beside<V>(values: &mut Vec<V>, len: usize, vacant: impl Fn() -> V) {
+    values.resize_with(len, vacant);
 }
 
 /// Who hears a message, as [`Routes::find`] says.
@@ -240,11 +183,13 @@ pub(crate) struct Removed {
 
 /// Addresses and subscriptions of one locality.
 pub(crate) struct Routes<T, H> {
-    slots: Arena<Slot>,
+    slots: Records<Slot>,
     /// The data of the address in `slots` at the same index (`None` where
     /// none is): apart from the slots, so that they stay small.
     data: Vec<Option<T>>,
     subs: Records<Sub<H>>,
+    /// The owner of the subscription in `subs` at the same index.
+    owners: Vec<Key>,
     far: Far<T>,
     /// The index of the address last looked ahead at (`look_ahead`).
     looked: std::cell::Cell<u32>,
@@ -253,9 +198,10 @@ pub(crate) struct Routes<T, H> {
 impl<T, H> Default for Routes<T, H> {
     fn default() -> Self {
         Routes {
-            slots: Arena::default(),
+            slots: Records::default(),
             data: Vec::new(),
             subs: Records::default(),
+            owners: Vec::new(),
             far: Far::default(),
             looked: std::cell::Cell::new(0),
         }
@@ -284,14 +230,9 @@ impl<T, H> Routes<T, H> {
 
     /// Adds an address whose data is made from its key.
     pub(crate) fn add_address(&mut self, make: impl FnOnce(Key) -> T) -> Key {
-        let key = self.slots.insert_with(|_| Slot::new());
+        let key = self.slots.insert(Slot::new());
         debug_assert!(!is_far(key), "2^31 live addresses");
-        let data = Some(make(key));
-        // The arena's slab grows at its end, one slot at a time: so does `data`.
-        match self.data.get_mut(key.idx as usize) {
-            Some(at) => *at = data,
-            None => self.push_data(key.idx as usize, data),
-        }
+        put_beside(&mut self.data, key.idx, Some(make(key)), || None);
         key
     }
 
@@ -310,28 +251,22 @@ impl<T, H> Routes<T, H> {
         true
     }
 
-    /// Fills `data` with `None` up to `idx` (not reached: the arena grows
-    /// one slot at a time).
-    #[cold]
-    #[inline(never)]
-    fn fill_data(&mut self, idx: usize) {
-        self.data.resize_with(idx, || None);
-    }
-
-    /// Puts the data of a new slot past the end of `data` (at its end: the
-    /// arena grew by one slot).
+    /// Gives back the tables beside the records once these are empty (as
+    /// they give theirs back: `Records::remove`).
     #[inline(always)]
-    fn push_data(&mut self, idx: usize, data: Option<T>) {
-        if idx != self.data.len() {
-            self.fill_data(idx);
+    fn trim_beside(&mut self) {
+        if self.subs.len() == 0 {
+            self.owners = Vec::new();
         }
-        self.data.push(data);
+        if self.slots.len() == 0 {
+            self.data = Vec::new();
+        }
     }
 
     /// The data of an address, if it is live.
     #[inline(always)]
     pub(crate) fn address(&self, key: Key) -> Option<&T> {
-        match self.slots.contains(key) {
+        match self.slots.get(key).is_some() {
             true => self.data[key.idx as usize].as_ref(),
             false => self.far.data(key),
         }
@@ -339,7 +274,7 @@ impl<T, H> Routes<T, H> {
 
     /// The data of an address, if it is live.
     pub(crate) fn address_mut(&mut self, key: Key) -> Option<&mut T> {
-        match self.slots.contains(key) {
+        match self.slots.get(key).is_some() {
             true => self.data[key.idx as usize].as_mut(),
             false => self.far.data_mut(key),
         }
@@ -355,15 +290,16 @@ impl<T, H> Routes<T, H> {
         let mut removed = SmallVec::new();
         for channel in slot.channels() {
             for sub in channel.subs() {
-                if let Some(record) = self.subs.remove(sub) {
+                if self.subs.remove(sub).is_some() {
                     removed.push(Removed {
                         sub,
                         address: key,
-                        owner: record.owner,
+                        owner: self.owners[sub.idx as usize],
                     });
                 }
             }
         }
+        self.trim_beside();
         Some((data, removed))
     }
 
@@ -375,16 +311,22 @@ impl<T, H> Routes<T, H> {
             return None;
         }
         self.slots.remove(key)?;
-        self.data[key.idx as usize].take()
+        let data = self.data[key.idx as usize].take();
+        self.trim_beside();
+        data
     }
 
     /// [`remove_unsubscribed`](Self::remove_unsubscribed), its data dropped
     /// at once (not moved out): `true` if it was removed.
     pub(crate) fn discard_unsubscribed(&mut self, key: Key) -> bool {
-        if !(self.slots.get(key).is_some_and(Slot::is_unsubscribed) && self.slots.discard(key)) {
+        // An unsubscribed slot is a new one: nothing in it to drop.
+        if !(self.slots.get(key).is_some_and(Slot::is_unsubscribed)
+            && self.slots.remove_default(key))
+        {
             return false;
         }
         self.data[key.idx as usize] = None;
+        self.trim_beside();
         true
     }
 
@@ -400,9 +342,9 @@ impl<T, H> Routes<T, H> {
         self.slot(address)?;
         let sub = self.subs.insert(Sub {
             address,
-            owner,
             handler: Some(handler),
         });
+        put_beside(&mut self.owners, sub.idx, owner, || Key::NONE);
         let slot = self.slot_mut(address)?;
         // The subscription that was alone in the channel and is no longer
         // (or, for a new channel, the new one, alone in it).
@@ -435,6 +377,8 @@ impl<T, H> Routes<T, H> {
     /// running, dropped when put back); `None` if it was gone.
     pub(crate) fn unsubscribe(&mut self, sub: Key) -> Option<Removed> {
         let record = self.subs.remove(sub)?;
+        let owner = self.owners[sub.idx as usize];
+        self.trim_beside();
         // The subscription left alone in its channel, if one is.
         let mut alone = None;
         if let Some(slot) = self.slot_mut(record.address) {
@@ -462,13 +406,13 @@ impl<T, H> Routes<T, H> {
         Some(Removed {
             sub,
             address: record.address,
-            owner: record.owner,
+            owner,
         })
     }
 
     /// The owner of a live subscription.
     pub(crate) fn owner(&self, sub: Key) -> Option<Key> {
-        self.subs.get(sub).map(|s| s.owner)
+        self.subs.get(sub).map(|_| self.owners[sub.idx as usize])
     }
 
     /// Who hears a message of `type_id` sent to `address`.

@@ -1,5 +1,6 @@
-//! The subscription records of the routing table: a generational arena
-//! whose occupancy test is the generation compare itself.
+//! The records of the routing table (its address slots, and its
+//! subscriptions): a generational arena whose occupancy test is the
+//! generation compare itself.
 //!
 //! A delivery finds its subscription's record twice (to take its handler
 //! out, and to put it back), so finding one is kept to a bounds check and
@@ -140,6 +141,13 @@ impl<R: Default> Records<R> {
 
     /// Removes the value of a live key (its record becomes vacant).
     pub(super) fn remove(&mut self, key: Key) -> Option<R> {
+        self.vacate(key, std::mem::take)
+    }
+
+    /// Makes the record of a live key vacant, its value handed to `empty`
+    /// (which must leave `R::default()` there).
+    #[inline(always)]
+    fn vacate<X>(&mut self, key: Key, empty: impl FnOnce(&mut R) -> X) -> Option<X> {
         let vacant = self.vacant;
         let record = self.records.get_mut(key.idx as usize)?;
         if record.generation != key.generation {
@@ -149,7 +157,7 @@ impl<R: Default> Records<R> {
         record.link = vacant;
         self.vacant = key.idx;
         self.len -= 1;
-        let value = std::mem::take(&mut record.value);
+        let out = empty(&mut record.value);
         if self.len == 0 {
             // None live: start afresh (and give the memory back).
             *self = Records {
@@ -157,7 +165,14 @@ impl<R: Default> Records<R> {
                 ..Records::default()
             };
         }
-        Some(value)
+        Some(out)
+    }
+
+    /// Removes a live key whose value is known to be `R::default()`
+    /// already (nothing to drop or write): `true` if it was live.
+    #[inline(always)]
+    pub(super) fn remove_default(&mut self, key: Key) -> bool {
+        self.vacate(key, |_| ()).is_some()
     }
 
     /// Live values.
@@ -218,6 +233,19 @@ mod tests {
             keys.iter().all(|old| r.get(*old).is_none()),
             "generations go on"
         );
+    }
+
+    #[test]
+    fn remove_default_frees_a_live_key_only() {
+        let mut r: Records<u32> = Records::default();
+        let k1 = r.insert(0);
+        let k2 = r.insert(5);
+        assert!(r.remove_default(k1));
+        assert!(!r.remove_default(k1), "a stale key removes nothing");
+        let k3 = r.insert(0);
+        assert_eq!(k3.idx, k1.idx, "its record is reused");
+        assert!(!r.remove_default(k1), "nor a newer key at its index");
+        assert_eq!((r.len(), r.get(k3), r.get(k2)), (2, Some(&0), Some(&5)));
     }
 
     #[test]

@@ -194,9 +194,12 @@ impl Routes<&'static str, u32> {
 /// (docs/entities.md, session 9).
 #[test]
 fn an_address_slot_keeps_its_data_apart() {
-    let entry = std::mem::size_of::<Option<(u32, super::Slot)>>();
-    // (with the arena's generation and the slab's tag: 80 bytes with the data)
-    assert!(entry <= 56, "{entry}");
+    // (its generation and link besides: 80 bytes with the data, in a slab)
+    let entry = std::mem::size_of::<super::subs::Record<super::Slot>>();
+    assert!(entry <= 48, "{entry}");
+    // And a subscription's record (its owner apart): half a cache line.
+    let record = std::mem::size_of::<super::subs::Record<super::Sub<Box<dyn Fn()>>>>();
+    assert!(record <= 32, "{record}");
     let mut r: Routes<[u64; 8], ()> = Routes::default();
     let a = r.add_address(|_| [1; 8]);
     let b = r.add_address(|_| [2; 8]);
@@ -209,4 +212,17 @@ fn an_address_slot_keeps_its_data_apart() {
     assert_eq!(r.address(c), Some(&[3; 8]));
     assert!(r.discard_unsubscribed(b));
     assert_eq!(r.address(b), None);
+    // Emptied, the tables beside give their memory back too.
+    let sub = r.subscribe(c, std::any::TypeId::of::<u8>(), c, ()).unwrap();
+    assert_eq!(r.owner(sub), Some(c));
+    assert!(r.unsubscribe(sub).is_some());
+    assert_eq!(r.owners.capacity(), 0);
+    assert!(r.remove_address(c).is_some());
+    assert_eq!(r.data.capacity(), 0);
+    let d = r.add_address(|_| [4; 8]);
+    assert_eq!(
+        (d.idx, r.address(d)),
+        (0, Some(&[4; 8])),
+        "and start afresh"
+    );
 }
