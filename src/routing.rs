@@ -235,8 +235,8 @@ pub(crate) struct Routes<T, H> {
     slots: Arena<Slot<T>>,
     subs: Records<Sub<H>>,
     far: Far<T>,
-    /// The index of the address last looked ahead at (`look_ahead`).
-    looked: std::cell::Cell<u32>,
+    /// The look-ahead's state (`look_ahead`).
+    look: look::Look,
 }
 
 impl<T, H> Default for Routes<T, H> {
@@ -245,7 +245,7 @@ impl<T, H> Default for Routes<T, H> {
             slots: Arena::default(),
             subs: Records::default(),
             far: Far::default(),
-            looked: std::cell::Cell::new(0),
+            look: look::Look::default(),
         }
     }
 }
