@@ -100,10 +100,13 @@ mod tests {
     use std::cell::RefCell;
     use std::rc::Rc;
 
+    /// The ids of the probes prefetched, in order.
+    type Log = Rc<RefCell<Vec<u32>>>;
+
     /// A handler that records its prefetches (by id).
     struct Probe {
         id: u32,
-        log: Rc<RefCell<Vec<u32>>>,
+        log: Log,
     }
 
     impl Prefetch for Probe {
@@ -115,7 +118,7 @@ mod tests {
     /// Routes with `n` addresses `2 * NEAR` apart in index (none near
     /// another), each with a probe of its number (from 0); the addresses,
     /// their subscriptions and the probes' log.
-    fn table(n: u32) -> (Routes<(), Probe>, Vec<Key>, Vec<Key>, Rc<RefCell<Vec<u32>>>) {
+    fn table(n: u32) -> (Routes<(), Probe>, Vec<Key>, Vec<Key>, Log) {
         let log = Rc::default();
         let mut r = Routes::default();
         let (mut addresses, mut subs) = (Vec::new(), Vec::new());
@@ -129,7 +132,10 @@ mod tests {
                     id,
                     log: Rc::clone(&log),
                 };
-                subs.push(r.subscribe(a, TypeId::of::<u8>(), Key::NONE, probe).unwrap());
+                subs.push(
+                    r.subscribe(a, TypeId::of::<u8>(), Key::NONE, probe)
+                        .unwrap(),
+                );
                 addresses.push(a);
             }
         }
@@ -173,7 +179,10 @@ mod tests {
             idx: u32::MAX - 100,
             generation: 7,
         };
-        assert!(r.look_ahead(stale), "a key that is nowhere is looked at (to no effect)");
+        assert!(
+            r.look_ahead(stale),
+            "a key that is nowhere is looked at (to no effect)"
+        );
         for &a in &addresses {
             assert!(r.look_ahead(a));
         }
