@@ -129,7 +129,7 @@ const LOOK_WORDS: usize = 3 * LOOK_AHEAD;
 /// Asks the processor to bring the cache line of `value` in: a hint, which
 /// reads nothing the program sees (a no-op but on x86-64).
 #[inline(always)]
-pub(crate) fn prefetch<T>(value: &T) {
+pub(crate) fn prefetch<T: ?Sized>(value: &T) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};

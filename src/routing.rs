@@ -191,8 +191,8 @@ pub(crate) struct Routes<T, H> {
     /// The owner of the subscription in `subs` at the same index.
     owners: Vec<Key>,
     far: Far<T>,
-    /// The index of the address last looked ahead at (`look_ahead`).
-    looked: std::cell::Cell<u32>,
+    /// The look-ahead's state (`look_ahead`).
+    look: look::Look,
 }
 
 impl<T, H> Default for Routes<T, H> {
@@ -203,7 +203,7 @@ impl<T, H> Default for Routes<T, H> {
             subs: Records::default(),
             owners: Vec::new(),
             far: Far::default(),
-            looked: std::cell::Cell::new(0),
+            look: look::Look::default(),
         }
     }
 }
