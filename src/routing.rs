@@ -209,7 +209,7 @@ impl<T, H> Default for Routes<T, H> {
 }
 
 impl<T, H> Routes<T, H> {
-    /// The slot of a live address: in the arena, else (cold) a far one.
+    /// The slot of a live address: in the records, else (cold) a far one.
     #[inline(always)]
     fn slot(&self, key: Key) -> Option<&Slot> {
         match self.slots.get(key) {
@@ -218,7 +218,7 @@ impl<T, H> Routes<T, H> {
         }
     }
 
-    /// As [`slot`](Self::slot), mutable (a far key misses the arena: its
+    /// As [`slot`](Self::slot), mutable (a far key misses the records: its
     /// index is past the end).
     #[inline(always)]
     fn slot_mut(&mut self, key: Key) -> Option<&mut Slot> {
