@@ -175,8 +175,9 @@ pub struct Context<'a, A: Actor> {
     /// In `shutdown_finish`: nothing may be started any more.
     pub(crate) finishing: bool,
     /// Where a handler keeps the route of its last send
-    /// (`Core::send_routed`), if this context is a handler's.
-    route: Option<&'a mut Key>,
+    /// (`Core::send_routed`; one word, `Key::to_word`), if this context is
+    /// a handler's.
+    route: Option<&'a mut u64>,
     _actor: PhantomData<fn(&mut A)>,
 }
 
@@ -199,7 +200,7 @@ impl<'a, A: Actor> Context<'a, A> {
 
     /// A handler's context, whose sends keep their route in `route`.
     #[inline(always)]
-    pub(crate) fn with_route(core: &'a mut Core, me: Key, route: &'a mut Key) -> Self {
+    pub(crate) fn with_route(core: &'a mut Core, me: Key, route: &'a mut u64) -> Self {
         Context {
             core,
             me,

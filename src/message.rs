@@ -155,12 +155,15 @@ impl Core {
         to: &Address,
         sender: Key,
         message: M,
-        route: &mut Key,
+        route: &mut u64,
     ) {
         if to.is_of(&self.shared) {
             let dest = to.key();
             let tag = crate::routing::type_tag(std::any::TypeId::of::<M>());
-            let sub = match self.routes.check_route(*route, dest, tag) {
+            // The route stays one word (`Key::to_word`) from the handler
+            // to the envelope: split into halves, the two would be joined
+            // again for the store.
+            let sub = match self.routes.check_route(Key::from_word(*route), dest, tag) {
                 Kept::Holds => *route,
                 // The handler sends elsewhere too: its route stays, and
                 // this message is routed at its delivery, as any.
@@ -173,8 +176,12 @@ impl Core {
                 }
                 Kept::Gone => self.find_route::<M>(dest, route),
             };
-            self.queue
-                .push(ResolvedEnvelope::new(sub, dest, sender, message));
+            self.queue.push(ResolvedEnvelope::new(
+                Key::from_word(sub),
+                dest,
+                sender,
+                message,
+            ));
         } else {
             self.send_remote(to, sender, message);
         }
@@ -182,8 +189,11 @@ impl Core {
 
     #[cold]
     #[inline(never)]
-    fn find_route<M: 'static>(&mut self, dest: Key, route: &mut Key) -> Key {
-        *route = self.routes.first_of(dest, std::any::TypeId::of::<M>());
+    fn find_route<M: 'static>(&mut self, dest: Key, route: &mut u64) -> u64 {
+        *route = self
+            .routes
+            .first_of(dest, std::any::TypeId::of::<M>())
+            .to_word();
         *route
     }
 }

@@ -316,7 +316,10 @@ impl<C: 'static> Queue<C> {
             "over-aligned envelopes are boxed by `push`"
         );
         let vtable = Table::<C, E>::VTABLE;
-        if self.words.capacity() - self.words.len() < vtable.words {
+        // `len + words` cannot overflow (`len <= capacity <= isize::MAX`,
+        // `words` is small); written so, the check is one add and one
+        // compare against the capacity, not a subtraction too.
+        if self.words.len() + vtable.words > self.words.capacity() {
             self.make_room(vtable.words);
         }
         let at = self.words.len();

@@ -472,7 +472,10 @@ impl<T, H> Routes<T, H> {
     #[inline(always)]
     pub(crate) fn check_route(&self, sub: Key, address: Key, tag: u32) -> Kept {
         match self.subs.get_with_mark(sub) {
-            Some((mark, s)) if mark & !ALONE == tag && s.address == address => Kept::Holds,
+            // The address compared as one word: one compare, not two.
+            Some((mark, s)) if mark & !ALONE == tag && s.address.to_word() == address.to_word() => {
+                Kept::Holds
+            }
             Some(_) => Kept::Elsewhere,
             None => Kept::Gone,
         }

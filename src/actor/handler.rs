@@ -13,10 +13,13 @@ use std::marker::PhantomData;
 /// a delivery reaches the actor without a lookup or a downcast.
 pub(crate) struct ActorHandler<A: Actor, M, F> {
     actor: ActorRc<A>,
-    me: Key,
+    /// The owner's key as one word (`Key::to_word`): read by one load and
+    /// written to `Core::running` by one store (a key's two halves stored
+    /// apart and read back whole stall the load).
+    me: u64,
     /// The route of this handler's last send, kept for the next
-    /// (`Core::send_routed`).
-    route: Key,
+    /// (`Core::send_routed`), as one word (`Key::to_word`).
+    route: u64,
     f: F,
     _message: PhantomData<fn(&M)>,
 }
@@ -25,8 +28,8 @@ impl<A: Actor, M, F> ActorHandler<A, M, F> {
     pub(crate) fn new(actor: ActorRc<A>, me: Key, f: F) -> Self {
         ActorHandler {
             actor,
-            me,
-            route: Key::NONE,
+            me: me.to_word(),
+            route: Key::NONE.to_word(),
             f,
             _message: PhantomData,
         }
@@ -48,9 +51,10 @@ where
                 if let Ok(mut b) = this.actor.try_borrow_mut() {
                     // The dispatch loop's panic boundary reads who was running.
                     core.running = this.me;
-                    let ctx = &mut Context::with_route(core, this.me, &mut this.route);
+                    let me = Key::from_word(this.me);
+                    let ctx = &mut Context::with_route(core, me, &mut this.route);
                     (this.f)(&mut b.actor, message, ctx);
-                    core.running = Key::NONE;
+                    core.running = Key::NONE.to_word();
                 }
             }
             None => core.next = crate::subscription::Next::Reroute,

@@ -15,7 +15,7 @@ impl<A: Actor> Context<'_, A> {
     /// Errors: [`ErrorCode::InvalidArgument`] outside a message handler (a
     /// hook, a timer), or if a handler already forwarded this message.
     pub fn forward(&mut self, to: &Address) -> Result<()> {
-        if self.core.running != self.me {
+        if self.core.running != self.me.to_word() {
             let why = "forward works inside a message handler";
             return Err(Error::new(ErrorCode::InvalidArgument).with_context(why));
         }

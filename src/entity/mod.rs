@@ -146,6 +146,6 @@ pub(crate) fn deliver_now<M: 'static>(core: &mut Core, me: Key, dest: Key, messa
             false
         }
     };
-    core.running = me; // the router's handler goes on
+    core.running = me.to_word(); // the router's handler goes on
     fine
 }

@@ -44,8 +44,10 @@ pub(crate) struct Core {
     /// Spare request payload allocations.
     pub(crate) payloads: Payloads,
     pub(crate) queue: Queue<Core>,
-    /// The actor whose handler runs (for the dispatch loop's panic boundary).
-    pub(crate) running: Key,
+    /// The actor whose handler runs (for the dispatch loop's panic
+    /// boundary), as one word (`Key::to_word`; `Key::NONE`'s when none), so
+    /// that a handler marks and unmarks itself with one store each.
+    pub(crate) running: u64,
     /// What comes after the message being delivered: forwarded
     /// ([`Context::forward`](crate::Context::forward)) or dropped.
     pub(crate) next: crate::subscription::Next,
@@ -118,7 +120,7 @@ impl Core {
             requests: Timers::default(),
             payloads: Payloads::default(),
             queue: Queue::default(),
-            running: Key::NONE,
+            running: Key::NONE.to_word(),
             next: crate::subscription::Next::Done,
             dead_letters: None,
             default_hook: 0,
@@ -170,7 +172,7 @@ impl Core {
     /// A handler panicked (caught by a panic boundary): its actor fails.
     /// A panic outside any handler (a message's own `Drop`, a bug) goes on.
     pub(crate) fn handler_panicked(&mut self, payload: Box<dyn std::any::Any + Send>) {
-        let me = std::mem::replace(&mut self.running, Key::NONE);
+        let me = Key::from_word(std::mem::replace(&mut self.running, Key::NONE.to_word()));
         // A forward asked before the panic goes with the message the unwind dropped.
         self.next = crate::subscription::Next::Done;
         if me.is_none() {
