@@ -470,7 +470,10 @@ impl<T, H> Routes<T, H> {
     /// Whether a route kept from an earlier [`first_of`](Self::first_of)
     /// holds for a message to `address` of a type tagged `tag`
     /// ([`type_tag`]): `sub` is live, on `address`, and for such a type (a
-    /// subscription keeps its address and type for life).
+    /// subscription keeps its address and type for life). A subscription
+    /// is marked with its type's tag in this table ([`tag_of`](Self::tag_of)):
+    /// for a type that came second to its `type_tag`, another one, so its
+    /// routes never hold and its messages are routed at their delivery.
     #[inline(always)]
     pub(crate) fn check_route(&self, sub: Key, address: Key, tag: u32) -> Kept {
         match self.subs.get_with_mark(sub) {
