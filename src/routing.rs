@@ -13,7 +13,7 @@
 //! the way back).
 
 use crate::arena::Key;
-use channel::{Channel, Spill};
+use channel::{Channel, NO_CHANNEL, Slot, Tagged};
 use smallvec::SmallVec;
 use std::any::TypeId;
 use subs::Records;
@@ -33,10 +33,16 @@ const ALONE: u32 = 1 << 31;
 
 /// A tag for a message type: 30 bits of its `TypeId` (so a mark is never
 /// the record's `END`). Two types may share a tag: a delivery checks the
-/// type again.
+/// type again. (The channels of a routing table are found by tags given
+/// to one type each, this one unless another type took it first:
+/// `types::Types`.)
 #[inline(always)]
 pub(crate) fn type_tag(type_id: TypeId) -> u32 {
     use std::hash::{Hash, Hasher};
+    #[cfg(test)]
+    if let Some(tag) = tests::alias(type_id) {
+        return tag;
+    }
     let mut folded = TypeIdHasher::default();
     type_id.hash(&mut folded);
     (folded.finish() as u32) & ((1 << 30) - 1)
@@ -63,60 +69,11 @@ impl std::hash::Hasher for TypeIdHasher {
     }
 }
 
-/// A type no message has, marking an address with no channel.
-enum NoType {}
-
-/// One address's channels: its first inline (a vacant one has the type
-/// `NoType`), the others apart. The address's data is kept apart too
-/// ([`Routes`]'s `data`): a delivery reads the slot, never the data, and
-/// deliveries to many addresses in turn read only the slots' bytes.
-struct Slot {
-    first: Channel,
-    more: Spill<Channel>,
-}
-
-impl Default for Slot {
-    /// A vacant slot's, and a new address's: no channel.
-    fn default() -> Slot {
-        Slot::new()
-    }
-}
-
-impl Slot {
-    fn new() -> Slot {
-        Slot {
-            first: Channel::new(TypeId::of::<NoType>(), Key::NONE),
-            more: Spill::new(),
-        }
-    }
-
-    #[inline(always)]
-    fn channel(&self, type_id: TypeId) -> Option<&Channel> {
-        if self.first.type_id == type_id {
-            Some(&self.first)
-        } else if self.more.is_empty() {
-            None
-        } else {
-            self.more.as_slice().iter().find(|c| c.type_id == type_id)
-        }
-    }
-
-    /// `true` if nothing is subscribed on this address.
-    #[inline(always)]
-    fn is_unsubscribed(&self) -> bool {
-        self.first.type_id == TypeId::of::<NoType>() && self.more.is_empty()
-    }
-
-    fn channels(&self) -> impl Iterator<Item = &Channel> {
-        let first = (self.first.type_id != TypeId::of::<NoType>()).then_some(&self.first);
-        first.into_iter().chain(self.more.as_slice().iter())
-    }
-}
-
 mod channel;
 mod far;
 mod look;
 mod subs;
+mod types;
 
 use far::Far;
 pub(crate) use far::{FAR, MAX_FAR, is_far};
@@ -193,6 +150,8 @@ pub(crate) struct Routes<T, H> {
     far: Far<T>,
     /// The look-ahead's state (`look_ahead`).
     look: look::Look,
+    /// The tags of the types subscribed to (what channels are found by).
+    types: types::Types,
 }
 
 impl<T, H> Default for Routes<T, H> {
@@ -204,15 +163,17 @@ impl<T, H> Default for Routes<T, H> {
             owners: Vec::new(),
             far: Far::default(),
             look: look::Look::default(),
+            types: types::Types::default(),
         }
     }
 }
 
 impl<T, H> Routes<T, H> {
-    /// The slot of a live address: in the records, else (cold) a far one.
+    /// The slot of a live address, with its first channel's tag: in the
+    /// records, else (cold) a far one.
     #[inline(always)]
-    fn slot(&self, key: Key) -> Option<&Slot> {
-        match self.slots.get(key) {
+    fn slot(&self, key: Key) -> Option<(u32, &Slot)> {
+        match self.slots.get_with_mark(key) {
             Some(slot) => Some(slot),
             None => self.far.get(key),
         }
@@ -221,8 +182,8 @@ impl<T, H> Routes<T, H> {
     /// As [`slot`](Self::slot), mutable (a far key misses the records: its
     /// index is past the end).
     #[inline(always)]
-    fn slot_mut(&mut self, key: Key) -> Option<&mut Slot> {
-        match self.slots.get_mut(key) {
+    fn slot_mut(&mut self, key: Key) -> Option<(&mut u32, &mut Slot)> {
+        match self.slots.get_mut_with_mark(key) {
             Some(slot) => Some(slot),
             None => self.far.get_mut(key),
         }
@@ -283,12 +244,15 @@ impl<T, H> Routes<T, H> {
     /// Removes an address and every subscription on it (their handlers are
     /// dropped, except one that is running: it is dropped when put back).
     pub(crate) fn remove_address(&mut self, key: Key) -> Option<(T, SmallVec<[Removed; 2]>)> {
-        let (slot, data) = match self.slots.remove(key) {
-            Some(slot) => (slot, self.data[key.idx as usize].take()?),
+        let (first, slot, data) = match self.slots.get_with_mark(key) {
+            Some((first, _)) => {
+                let slot = self.slots.remove(key)?;
+                (first, slot, self.data[key.idx as usize].take()?)
+            }
             None => self.far.remove(key)?,
         };
         let mut removed = SmallVec::new();
-        for channel in slot.channels() {
+        for channel in slot.channels(first) {
             for sub in channel.subs() {
                 if self.subs.remove(sub).is_some() {
                     removed.push(Removed {
@@ -307,7 +271,8 @@ impl<T, H> Routes<T, H> {
     /// one) without subscriptions, the usual end of a plain actor: its
     /// data. `None`: nothing was removed (gone, far, or subscribed to).
     pub(crate) fn remove_unsubscribed(&mut self, key: Key) -> Option<T> {
-        if !self.slots.get(key)?.is_unsubscribed() {
+        let (first, slot) = self.slots.get_with_mark(key)?;
+        if !slot.is_unsubscribed(first) {
             return None;
         }
         self.slots.remove(key)?;
@@ -320,7 +285,10 @@ impl<T, H> Routes<T, H> {
     /// at once (not moved out): `true` if it was removed.
     pub(crate) fn discard_unsubscribed(&mut self, key: Key) -> bool {
         // An unsubscribed slot is a new one: nothing in it to drop.
-        if !(self.slots.get(key).is_some_and(Slot::is_unsubscribed)
+        if !(self
+            .slots
+            .get_with_mark(key)
+            .is_some_and(|(first, slot)| slot.is_unsubscribed(first))
             && self.slots.remove_default(key))
         {
             return false;
@@ -340,31 +308,31 @@ impl<T, H> Routes<T, H> {
         handler: H,
     ) -> Option<Key> {
         self.slot(address)?;
+        // The exact type's tag: its channel holds that type's only.
+        let tag = self.types.give(type_id);
         let sub = self.subs.insert(Sub {
             address,
             handler: Some(handler),
         });
         put_beside(&mut self.owners, sub.idx, owner, || Key::NONE);
-        let slot = self.slot_mut(address)?;
+        let (first, slot) = self.slot_mut(address)?;
         // The subscription that was alone in the channel and is no longer
         // (or, for a new channel, the new one, alone in it).
-        let (alone, now) = if slot.first.type_id == type_id {
+        let (alone, now) = if *first == tag {
             (slot.first.join(sub), false)
-        } else if let Some(channel) = slot
-            .more
-            .as_mut_slice()
-            .iter_mut()
-            .find(|c| c.type_id == type_id)
-        {
-            (channel.join(sub), false)
-        } else if slot.first.type_id == TypeId::of::<NoType>() {
-            slot.first = Channel::new(type_id, sub);
+        } else if let Some(c) = slot.more.as_mut_slice().iter_mut().find(|c| c.tag == tag) {
+            (c.channel.join(sub), false)
+        } else if *first == NO_CHANNEL {
+            *first = tag;
+            slot.first = Channel::new(sub);
             (Some(sub), true)
         } else {
-            slot.more.push(Channel::new(type_id, sub));
+            slot.more.push(Tagged {
+                tag,
+                channel: Channel::new(sub),
+            });
             (Some(sub), true)
         };
-        let tag = type_tag(type_id);
         self.subs.set_mark(sub, tag);
         if let Some(alone) = alone {
             self.subs
@@ -381,27 +349,33 @@ impl<T, H> Routes<T, H> {
         self.trim_beside();
         // The subscription left alone in its channel, if one is.
         let mut alone = None;
-        if let Some(slot) = self.slot_mut(record.address) {
+        if let Some((first, slot)) = self.slot_mut(record.address) {
             if slot.first.holds(sub) {
                 if slot.first.remove(sub) {
-                    slot.first = match slot.more.is_empty() {
-                        true => Channel::new(TypeId::of::<NoType>(), Key::NONE),
-                        false => slot.more.remove(0),
+                    // The next channel moves up (its tag to the record).
+                    (*first, slot.first) = match slot.more.is_empty() {
+                        true => (NO_CHANNEL, Channel::new(Key::NONE)),
+                        false => {
+                            let next = slot.more.remove(0);
+                            (next.tag, next.channel)
+                        }
                     };
                 } else {
-                    alone = slot.first.alone().map(|s| (s, slot.first.type_id));
+                    alone = slot.first.alone().map(|s| (s, *first));
                 }
-            } else if let Some(pos) = slot.more.as_slice().iter().position(|c| c.holds(sub)) {
-                if slot.more.as_mut_slice()[pos].remove(sub) {
+            } else if let Some(pos) =
+                (slot.more.as_slice().iter()).position(|c| c.channel.holds(sub))
+            {
+                if slot.more.as_mut_slice()[pos].channel.remove(sub) {
                     slot.more.remove(pos);
                 } else {
-                    let channel = &slot.more.as_slice()[pos];
-                    alone = channel.alone().map(|s| (s, channel.type_id));
+                    let c = &slot.more.as_slice()[pos];
+                    alone = c.channel.alone().map(|s| (s, c.tag));
                 }
             }
         }
-        if let Some((alone, type_id)) = alone {
-            self.subs.set_mark(alone, type_tag(type_id) | ALONE);
+        if let Some((alone, tag)) = alone {
+            self.subs.set_mark(alone, tag | ALONE);
         }
         Some(Removed {
             sub,
@@ -415,13 +389,33 @@ impl<T, H> Routes<T, H> {
         self.subs.get(sub).map(|_| self.owners[sub.idx as usize])
     }
 
+    /// The tag of the channels of `type_id` (exact: theirs only; no
+    /// channel's if nothing was ever subscribed to it here), for
+    /// [`find_tagged`](Self::find_tagged) and
+    /// [`subscribers_tagged`](Self::subscribers_tagged). A lookup in a
+    /// table of the types: [`type_tag`] is the fast one, not exact.
+    #[inline]
+    pub(crate) fn tag_of(&self, type_id: TypeId) -> u32 {
+        self.types.tag(type_id)
+    }
+
     /// Who hears a message of `type_id` sent to `address`.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn find(&self, address: Key, type_id: TypeId) -> Found {
-        let Some(slot) = self.slot(address) else {
+        self.find_tagged(address, self.tag_of(type_id))
+    }
+
+    /// Who hears a message of a type tagged `tag` sent to `address`: of
+    /// that type exactly for its [`tag_of`](Self::tag_of); for its
+    /// [`type_tag`] (no lookup: the fast path), a channel that may be
+    /// another type's sharing that tag (its handlers check the type, and
+    /// say `Next::Reroute` if it is not theirs).
+    #[inline(always)]
+    pub(crate) fn find_tagged(&self, address: Key, tag: u32) -> Found {
+        let Some((first, slot)) = self.slot(address) else {
             return Found::Stale;
         };
-        match slot.channel(type_id) {
+        match slot.channel(first, tag) {
             None => Found::NoSubscriber,
             Some(channel) if channel.more.is_empty() => Found::One(channel.first),
             Some(_) => Found::Many,
@@ -430,8 +424,15 @@ impl<T, H> Routes<T, H> {
 
     /// The subscriptions to `type_id` on `address`, in subscription order (a
     /// copy: the channel may change while they run).
+    #[cfg(test)]
     pub(crate) fn subscribers(&self, address: Key, type_id: TypeId) -> SmallVec<[Key; 8]> {
-        let Some(channel) = self.slot(address).and_then(|s| s.channel(type_id)) else {
+        self.subscribers_tagged(address, self.tag_of(type_id))
+    }
+
+    /// [`subscribers`](Self::subscribers) by a type's exact tag
+    /// ([`tag_of`](Self::tag_of)).
+    pub(crate) fn subscribers_tagged(&self, address: Key, tag: u32) -> SmallVec<[Key; 8]> {
+        let Some(channel) = self.slot(address).and_then(|(f, s)| s.channel(f, tag)) else {
             return SmallVec::new();
         };
         let more = channel.more.as_slice();
@@ -460,15 +461,19 @@ impl<T, H> Routes<T, H> {
     /// ([`check_route`](Self::check_route)) and put in its messages, for their
     /// deliveries to check ([`take_route`](Self::take_route)).
     pub(crate) fn first_of(&self, address: Key, type_id: TypeId) -> Key {
+        let tag = self.tag_of(type_id);
         self.slot(address)
-            .and_then(|s| s.channel(type_id))
+            .and_then(|(first, s)| s.channel(first, tag))
             .map_or(Key::NONE, |c| c.first)
     }
 
     /// Whether a route kept from an earlier [`first_of`](Self::first_of)
     /// holds for a message to `address` of a type tagged `tag`
     /// ([`type_tag`]): `sub` is live, on `address`, and for such a type (a
-    /// subscription keeps its address and type for life).
+    /// subscription keeps its address and type for life). A subscription
+    /// is marked with its type's tag in this table ([`tag_of`](Self::tag_of)):
+    /// for a type that came second to its `type_tag`, another one, so its
+    /// routes never hold and its messages are routed at their delivery.
     #[inline(always)]
     pub(crate) fn check_route(&self, sub: Key, address: Key, tag: u32) -> Kept {
         match self.subs.get_with_mark(sub) {
@@ -535,3 +540,5 @@ impl<T, H> Routes<T, H> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+pub(crate) use tests::share_tag;

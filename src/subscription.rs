@@ -131,11 +131,20 @@ pub(crate) enum Next {
 /// The handler of the one subscription to `M` on `dest`, taken out to be
 /// called (it puts itself back), if that is all a delivery there needs
 /// (inspection off); counted as delivered. `None`: go the long way
-/// ([`route`]).
+/// ([`route_slow`]).
+///
+/// Found by `M`'s [`type_tag`](crate::routing::type_tag), without a lookup
+/// of `M`'s exact tag: the handler may be another type's that shares that
+/// tag. Every handler checks the message's type before anything
+/// (`Lent::get`) and, given another type's, says `Next::Reroute`: the
+/// caller then takes the delivery back and routes the message the long
+/// way, by its exact type ([`route`], `UserEnvelope::after`).
 #[inline(always)]
 pub(crate) fn single<M: 'static>(core: &mut Core, dest: Key) -> Option<(Key, BoxedHandler)> {
     if core.inspect.level == 0
-        && let Found::One(sub) = core.routes.find(dest, TypeId::of::<M>())
+        && let Found::One(sub) = core
+            .routes
+            .find_tagged(dest, crate::routing::type_tag(TypeId::of::<M>()))
         && let Some(handler) = core.routes.take_handler(sub)
     {
         core.stats.delivered += 1;
@@ -152,15 +161,30 @@ pub(crate) fn single<M: 'static>(core: &mut Core, dest: Key) -> Option<(Key, Box
 pub(crate) fn route<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
     if let Some((sub, handler)) = single::<M>(core, dest) {
         handler.call(core, sub, Lent::new(message));
+        if matches!(core.next, Next::Reroute) {
+            reroute(core, dest, sender, message);
+        }
         return;
     }
     route_slow(core, dest, sender, message);
 }
 
-/// [`route`] past its common case (which [`single`] found not to apply).
+/// The handler [`single`] found was another type's (sharing `M`'s tag):
+/// the delivery is taken back, and the message routed by its exact type.
+#[cold]
+#[inline(never)]
+fn reroute<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
+    core.next = Next::Done;
+    core.stats.delivered -= 1;
+    route_slow(core, dest, sender, message);
+}
+
+/// [`route`] past its common case (which [`single`] found not to apply),
+/// by `M`'s exact type.
 #[inline(never)]
 pub(crate) fn route_slow<M: 'static>(core: &mut Core, dest: Key, sender: Key, message: &M) {
-    match core.routes.find(dest, TypeId::of::<M>()) {
+    let tag = core.routes.tag_of(TypeId::of::<M>());
+    match core.routes.find_tagged(dest, tag) {
         Found::One(sub) => {
             core.stats.delivered += 1;
             if core.inspect.level > 0 {
@@ -175,7 +199,7 @@ pub(crate) fn route_slow<M: 'static>(core: &mut Core, dest: Key, sender: Key, me
             }
         }
         Found::Many => {
-            let subs = core.routes.subscribers(dest, TypeId::of::<M>());
+            let subs = core.routes.subscribers_tagged(dest, tag);
             core.stats.delivered += 1;
             if core.inspect.level > 0 {
                 inspect_routed::<M>(core, dest, sender, &subs, message);
@@ -251,3 +275,6 @@ impl<M: 'static, F: Fn(&mut Core, &M) + 'static> Handler for FnHandler<M, F> {
         core.routes.put_handler(sub, self);
     }
 }
+
+#[cfg(test)]
+mod tests;

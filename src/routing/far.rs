@@ -1,7 +1,7 @@
 //! Far address keys: chosen outside the routing table's arena (reserved by
 //! another thread for a child it spawns here), and the slots kept at them.
 
-use super::Slot;
+use super::channel::{NO_CHANNEL, Slot};
 use crate::arena::Key;
 
 /// Address keys from this index up (below `FAR + MAX_FAR`) are *far*: chosen
@@ -18,10 +18,11 @@ pub(crate) fn is_far(key: Key) -> bool {
     key.idx.wrapping_sub(FAR) < MAX_FAR
 }
 
-/// Addresses at far keys: slot `idx - FAR`, with the key's generation.
-/// Never longer than the highest far index in use (plus one).
+/// Addresses at far keys: slot `idx - FAR`, with the key's generation
+/// and its first channel's tag. Never longer than the highest far index
+/// in use (plus one).
 pub(super) struct Far<T> {
-    slots: Vec<Option<(u32, Slot, T)>>,
+    slots: Vec<Option<(u32, u32, Slot, T)>>,
     len: usize,
 }
 
@@ -37,53 +38,59 @@ impl<T> Default for Far<T> {
 impl<T> Far<T> {
     #[cold]
     #[inline(never)]
-    pub(super) fn get(&self, key: Key) -> Option<&Slot> {
-        self.entry(key).map(|(slot, _)| slot)
+    pub(super) fn get(&self, key: Key) -> Option<(u32, &Slot)> {
+        self.entry(key).map(|(tag, slot, _)| (tag, slot))
     }
 
     #[cold]
     #[inline(never)]
-    pub(super) fn get_mut(&mut self, key: Key) -> Option<&mut Slot> {
-        self.entry_mut(key).map(|(slot, _)| slot)
+    pub(super) fn get_mut(&mut self, key: Key) -> Option<(&mut u32, &mut Slot)> {
+        self.entry_mut(key).map(|(tag, slot, _)| (tag, slot))
     }
 
     /// The data of the far address at `key`.
     #[cold]
     #[inline(never)]
     pub(super) fn data(&self, key: Key) -> Option<&T> {
-        self.entry(key).map(|(_, data)| data)
+        self.entry(key).map(|(_, _, data)| data)
     }
 
     /// The data of the far address at `key`.
     #[cold]
     #[inline(never)]
     pub(super) fn data_mut(&mut self, key: Key) -> Option<&mut T> {
-        self.entry_mut(key).map(|(_, data)| data)
+        self.entry_mut(key).map(|(_, _, data)| data)
     }
 
-    fn entry(&self, key: Key) -> Option<(&Slot, &T)> {
+    fn entry(&self, key: Key) -> Option<(u32, &Slot, &T)> {
         match self.slots.get(key.idx.wrapping_sub(FAR) as usize)? {
-            Some((generation, slot, data)) if *generation == key.generation => Some((slot, data)),
+            Some((generation, tag, slot, data)) if *generation == key.generation => {
+                Some((*tag, slot, data))
+            }
             _ => None,
         }
     }
 
-    fn entry_mut(&mut self, key: Key) -> Option<(&mut Slot, &mut T)> {
+    fn entry_mut(&mut self, key: Key) -> Option<(&mut u32, &mut Slot, &mut T)> {
         match self.slots.get_mut(key.idx.wrapping_sub(FAR) as usize)? {
-            Some((generation, slot, data)) if *generation == key.generation => Some((slot, data)),
+            Some((generation, tag, slot, data)) if *generation == key.generation => {
+                Some((tag, slot, data))
+            }
             _ => None,
         }
     }
 
-    pub(super) fn remove(&mut self, key: Key) -> Option<(Slot, T)> {
+    /// Removes the far address at `key`: its first channel's tag, its
+    /// slot and its data.
+    pub(super) fn remove(&mut self, key: Key) -> Option<(u32, Slot, T)> {
         self.get(key)?;
         let i = (key.idx - FAR) as usize;
-        let (_, slot, data) = self.slots[i].take()?;
+        let (_, tag, slot, data) = self.slots[i].take()?;
         self.len -= 1;
         while let Some(None) = self.slots.last() {
             self.slots.pop();
         }
-        Some((slot, data))
+        Some((tag, slot, data))
     }
 
     /// `true` if `key` is far and its slot is free.
@@ -102,7 +109,7 @@ impl<T> Far<T> {
         if self.slots.len() <= i {
             self.slots.resize_with(i + 1, || None);
         }
-        self.slots[i] = Some((key.generation, slot, data));
+        self.slots[i] = Some((key.generation, NO_CHANNEL, slot, data));
         self.len += 1;
     }
 

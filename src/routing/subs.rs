@@ -112,6 +112,16 @@ impl<R: Default> Records<R> {
         }
     }
 
+    /// The value of a live key, with its mark (which may be set to `END`
+    /// here: none).
+    #[inline(always)]
+    pub(super) fn get_mut_with_mark(&mut self, key: Key) -> Option<(&mut u32, &mut R)> {
+        match self.records.get_mut(key.idx as usize) {
+            Some(r) if r.generation == key.generation => Some((&mut r.link, &mut r.value)),
+            _ => None,
+        }
+    }
+
     /// The value of a live key whose mark is `mark`.
     #[inline(always)]
     pub(super) fn get_mut_marked(&mut self, key: Key, mark: u32) -> Option<&mut R> {

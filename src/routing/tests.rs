@@ -1,9 +1,44 @@
 //! Unit tests of the routing table.
 
 use super::*;
+use std::cell::RefCell;
 
 struct A;
 struct B;
+struct C;
+
+thread_local! {
+    /// Types given another type's tag by [`share_tag`] (this thread's).
+    static ALIASES: RefCell<Vec<(TypeId, u32)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The tag [`type_tag`] gives `type_id` in this thread's test, if it was
+/// given another type's.
+pub(super) fn alias(type_id: TypeId) -> Option<u32> {
+    ALIASES.with(|a| {
+        a.borrow()
+            .iter()
+            .find(|(t, _)| *t == type_id)
+            .map(|(_, tag)| *tag)
+    })
+}
+
+/// Until it is dropped, [`type_tag`] gives `Given` the tag of `Of` (in
+/// this thread): two types that share a tag, as two in a program may.
+pub(crate) struct SharedTag;
+
+impl Drop for SharedTag {
+    fn drop(&mut self) {
+        ALIASES.with(|a| a.borrow_mut().clear());
+    }
+}
+
+/// Gives `Given` the tag of `Of` (see [`SharedTag`]).
+pub(crate) fn share_tag<Of: 'static, Given: 'static>() -> SharedTag {
+    let tag = type_tag(TypeId::of::<Of>());
+    ALIASES.with(|a| a.borrow_mut().push((TypeId::of::<Given>(), tag)));
+    SharedTag
+}
 
 fn routes() -> Routes<&'static str, u32> {
     Routes::default()
@@ -183,6 +218,92 @@ fn a_kept_route_holds_while_its_subscription_lives_and_is_taken_while_it_is_alon
     assert_eq!(r.take_route(s5, tag_a), None);
 }
 
+/// Two types that share a tag keep a channel each, on one address: each
+/// is found (`find`, `subscribers`, `first_of`) with its own subscriptions
+/// only, in order, through subscribing and unsubscribing; the fast lookup
+/// by the tag alone (`find_tagged` with `type_tag`) may find the other's,
+/// which its handlers turn back (`Next::Reroute`).
+#[test]
+fn two_types_sharing_a_tag_keep_a_channel_each() {
+    let _shared = share_tag::<A, B>();
+    let (ta, tb, tc) = (TypeId::of::<A>(), TypeId::of::<B>(), TypeId::of::<C>());
+    assert_eq!(type_tag(ta), type_tag(tb));
+    let mut r = routes();
+    let a = r.add_address(|_| "a");
+    let o = Key::NONE;
+    let a1 = r.subscribe(a, ta, o, 1).unwrap();
+    let b1 = r.subscribe(a, tb, o, 2).unwrap();
+    let a2 = r.subscribe(a, ta, o, 3).unwrap();
+    let b2 = r.subscribe(a, tb, o, 4).unwrap();
+    assert_ne!(r.tag_of(ta), r.tag_of(tb), "a tag each");
+    assert_eq!(ids(&r, a, ta), [a1, a2]);
+    assert_eq!(ids(&r, a, tb), [b1, b2]);
+    assert!(matches!(r.find(a, tc), Found::NoSubscriber));
+    let b3 = r.subscribe(a, tb, o, 5).unwrap();
+    r.unsubscribe(a1).unwrap();
+    assert_eq!(ids(&r, a, ta), [a2]);
+    assert_eq!(ids(&r, a, tb), [b1, b2, b3]);
+    // Fast, by the tag alone: `A`'s channel (its handler turns a `B` back).
+    assert!(matches!(r.find_tagged(a, type_tag(tb)), Found::One(s) if s == a2));
+    r.unsubscribe(b1).unwrap();
+    r.unsubscribe(a2).unwrap();
+    // `A`'s channel is gone: `B`'s moves up, with its own tag.
+    assert!(matches!(r.find(a, ta), Found::NoSubscriber));
+    assert!(matches!(
+        r.find_tagged(a, type_tag(ta)),
+        Found::NoSubscriber
+    ));
+    assert_eq!(ids(&r, a, tb), [b2, b3]);
+    assert_eq!(r.first_of(a, ta), Key::NONE);
+    assert_eq!(r.first_of(a, tb), b2);
+    r.unsubscribe(b2).unwrap();
+    assert!(matches!(r.find(a, tb), Found::One(s) if s == b3));
+    // Alone, marked with `B`'s tag: a route kept for an `A` does not hold.
+    assert!(r.holds(b3, a, r.tag_of(tb)));
+    assert!(!r.holds(b3, a, type_tag(ta)));
+    assert_eq!(r.take_route(b3, type_tag(ta)), None);
+    let a3 = r.subscribe(a, ta, o, 6).unwrap();
+    assert_eq!(ids(&r, a, ta), [a3]);
+    assert_eq!(ids(&r, a, tb), [b3]);
+    let (_, removed) = r.remove_address(a).unwrap();
+    assert_eq!(removed.len(), 2);
+}
+
+/// Whichever of two types sharing a tag comes second gets another tag, on
+/// every address of the table; an address with the second type's
+/// subscriptions only does not give them to the first.
+#[test]
+fn the_type_subscribed_second_gets_another_tag_everywhere() {
+    let _shared = share_tag::<A, B>();
+    let (ta, tb, tc) = (TypeId::of::<A>(), TypeId::of::<B>(), TypeId::of::<C>());
+    let mut r = routes();
+    let a = r.add_address(|_| "a");
+    let b = r.add_address(|_| "b");
+    let o = Key::NONE;
+    // `B` first: it has the shared tag, `A` the next one.
+    let b1 = r.subscribe(b, tb, o, 1).unwrap();
+    let a1 = r.subscribe(a, ta, o, 2).unwrap();
+    assert_eq!(r.tag_of(tb), type_tag(tb));
+    assert_ne!(r.tag_of(ta), type_tag(ta));
+    assert!(matches!(r.find(b, ta), Found::NoSubscriber), "not `B`'s");
+    assert!(matches!(r.find(a, tb), Found::NoSubscriber), "not `A`'s");
+    assert!(matches!(r.find(b, tc), Found::NoSubscriber));
+    assert_eq!(r.first_of(b, ta), Key::NONE);
+    assert!(r.subscribers(b, ta).is_empty());
+    // Fast, by the tag alone: `B`'s channel (its handler turns an `A`
+    // back), and `A`'s is not found by its `type_tag` (routed the long way).
+    assert!(matches!(r.find_tagged(b, type_tag(ta)), Found::One(s) if s == b1));
+    assert!(matches!(
+        r.find_tagged(a, type_tag(ta)),
+        Found::NoSubscriber
+    ));
+    assert_eq!(ids(&r, a, ta), [a1]);
+    let b2 = r.subscribe(a, tb, o, 3).unwrap();
+    let a2 = r.subscribe(b, ta, o, 4).unwrap();
+    assert_eq!((ids(&r, a, ta), ids(&r, a, tb)), (vec![a1], vec![b2]));
+    assert_eq!((ids(&r, b, ta), ids(&r, b, tb)), (vec![a2], vec![b1]));
+}
+
 impl Routes<&'static str, u32> {
     fn holds(&self, sub: Key, address: Key, tag: u32) -> bool {
         matches!(self.check_route(sub, address, tag), Kept::Holds)
@@ -194,9 +315,10 @@ impl Routes<&'static str, u32> {
 /// (docs/entities.md, session 9).
 #[test]
 fn an_address_slot_keeps_its_data_apart() {
-    // (its generation and link besides: 80 bytes with the data, in a slab)
+    // (its generation and link besides: 80 bytes with the data, in a
+    // slab; 48 with its first channel's `TypeId`, before session 10)
     let entry = std::mem::size_of::<super::subs::Record<super::Slot>>();
-    assert!(entry <= 48, "{entry}");
+    assert!(entry <= 32, "{entry}: two per cache line");
     // And a subscription's record (its owner apart): half a cache line.
     let record = std::mem::size_of::<super::subs::Record<super::Sub<Box<dyn Fn()>>>>();
     assert!(record <= 32, "{record}");
