@@ -13,7 +13,9 @@
 //! never grows for entries already gone; when `run_next` finds the queue
 //! empty, both go back to the start too. After a burst, a buffer whose last
 //! use (since it was last found empty) took less than a quarter of it gives
-//! half of it back, when it is found empty.
+//! half of it back, when it is found empty; and one that never empties
+//! gives half back when the entries move to the start, if its use since the
+//! last move took less than an eighth of it.
 //!
 //! This is the crate's only `unsafe` module. The invariants:
 //!
@@ -267,8 +269,9 @@ pub(crate) struct Queue<C: 'static> {
     /// past `read`; otherwise behind, and moved up first. At the end: no
     /// look-ahead until more entries come.
     ahead: usize,
-    /// The most words used since the queue was last found empty (as seen
-    /// when the buffer was full, or found empty).
+    /// The most words used since the queue was last found empty or its
+    /// waiting entries last moved to the start (as seen when the buffer
+    /// was full, or found empty).
     burst: usize,
     _ctx: PhantomData<fn(&mut C)>,
     /// The envelopes need not be `Send` or `Sync` (an `Rc` in a message, an
@@ -357,10 +360,28 @@ impl<C: 'static> Queue<C> {
             self.words.drain(..self.read);
             self.ahead = self.ahead.saturating_sub(self.read);
             self.read = 0;
+            self.shrink_while_busy(waiting + words);
         }
         if self.words.capacity() - self.words.len() < words {
             self.words.reserve(words.max(MIN_WORDS));
         }
+    }
+
+    /// The waiting entries were moved to the start of a full buffer:
+    /// give half of it back if what was used since the last such move (or
+    /// since the queue was found empty) took less than an eighth of it.
+    /// A queue that never empties (a feeder's turns, each queued behind
+    /// the messages of the turn before) walks its whole buffer between two
+    /// moves; after a burst, that would be memory far larger than what
+    /// waits, every line of it written and read again from beyond the
+    /// cache. An eighth, so that the buffer stays at least four times what
+    /// waits, and a move copies a third of a word per word pushed at most.
+    fn shrink_while_busy(&mut self, now: usize) {
+        let capacity = self.words.capacity();
+        if capacity > KEEP_WORDS && self.burst < capacity / 8 {
+            self.words.shrink_to(capacity / 2);
+        }
+        self.burst = now;
     }
 
     /// Takes the oldest entry off the queue: its table and where its envelope

@@ -288,6 +288,42 @@ fn growth_while_draining_keeps_order_and_memory() {
     );
 }
 
+#[test]
+fn a_queue_that_never_empties_gives_a_burst_back() {
+    // A burst of 20,000 entries grows the buffer; then a stream where 100
+    // entries always wait (each delivery pushes one, so the queue is never
+    // found empty) walks the buffer from end to end: the waiting entries
+    // move to its start each time it is full, and it gives memory back
+    // then, down to a few times what waits (an entry is five words), in
+    // order.
+    let drops = Rc::new(Cell::new(0));
+    let mut ctx = Ctx::default();
+    let burst = 20_000;
+    for id in 0..burst {
+        ctx.queue.push(env(id, id, &drops));
+    }
+    let grown = ctx.queue.capacity_bytes();
+    assert!(grown >= (burst as usize) * 5 * WORD, "{grown} bytes");
+    for _ in 0..burst - 100 {
+        assert!(Queue::run_next(&mut ctx, queue));
+    }
+    let mut next = burst;
+    for _ in 0..200_000 {
+        ctx.queue.push(env(next, next, &drops));
+        next += 1;
+        assert!(Queue::run_next(&mut ctx, queue));
+    }
+    let kept = ctx.queue.capacity_bytes();
+    assert!(
+        kept <= 16 * 101 * 5 * WORD,
+        "{kept} bytes kept of {grown} for 100 waiting entries"
+    );
+    run_all(&mut ctx);
+    let expected: Vec<u64> = (0..next).collect();
+    assert_eq!(ctx.delivered, expected);
+    assert_eq!(drops.get() as u64, next);
+}
+
 /// Passes itself on `left` more times, as in a ping-pong: one envelope
 /// waits at a time, pushed from inside the delivery of the one before.
 struct Relay {
