@@ -143,9 +143,9 @@ impl<M: Send + 'static> UserEnvelope<M> {
 impl Core {
     /// [`send`](Core::send) from a handler that keeps the route of its
     /// last send in `route`: the first subscription of the (address, type)
-    /// found then, used again while it is still on that address for a type
-    /// of `M`'s tag, and put in the envelope (see `ResolvedEnvelope`, whose
-    /// delivery checks it again). The route comes out of the handler's own
+    /// found then, used again while it is still on that address (for `M`
+    /// or not: see `Routes::check_route`), and put in the envelope (see
+    /// `ResolvedEnvelope`, whose delivery checks it again, with `M`'s tag). The route comes out of the handler's own
     /// memory, not out of the address's slot and channel, so the delivery
     /// that follows waits on fewer loads (w1: 1.25x the messages per
     /// second; docs/benchmarks.md).
@@ -159,11 +159,10 @@ impl Core {
     ) {
         if to.is_of(&self.shared) {
             let dest = to.key();
-            let tag = crate::routing::type_tag(std::any::TypeId::of::<M>());
             // The route stays one word (`Key::to_word`) from the handler
             // to the envelope: split into halves, the two would be joined
             // again for the store.
-            let sub = match self.routes.check_route(Key::from_word(*route), dest, tag) {
+            let sub = match self.routes.check_route(Key::from_word(*route), dest) {
                 Kept::Holds => *route,
                 // The handler sends elsewhere too: its route stays, and
                 // this message is routed at its delivery, as any.
