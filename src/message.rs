@@ -162,38 +162,54 @@ impl Core {
             // The route stays one word (`Key::to_word`) from the handler
             // to the envelope: split into halves, the two would be joined
             // again for the store.
-            let sub = match self.routes.check_route(Key::from_word(*route), dest) {
-                Kept::Holds => *route,
-                // The handler sends elsewhere too: its route stays, and
-                // this message is routed at its delivery, as any.
-                Kept::Elsewhere => {
-                    return self.queue.push(UserEnvelope {
-                        dest,
-                        sender,
-                        message,
-                    });
-                }
-                Kept::Gone => self.find_route::<M>(dest, route),
-            };
-            self.queue.push(ResolvedEnvelope::new(
-                Key::from_word(sub),
-                dest,
-                sender,
-                message,
-            ));
+            let sub = *route;
+            // The common case makes no call (the rest is out of line, a
+            // full queue too), so that the handler keeps nothing across
+            // one and saves fewer registers.
+            if matches!(
+                self.routes.check_route(Key::from_word(sub), dest),
+                Kept::Holds
+            ) && self.queue.has_room::<ResolvedEnvelope<M>>()
+            {
+                let envelope = ResolvedEnvelope::new(Key::from_word(sub), dest, sender, message);
+                return self.queue.push(envelope);
+            }
+            self.send_unrouted(dest, sender, message, route);
         } else {
             self.send_remote(to, sender, message);
         }
     }
 
+    /// The rest of `send_routed`: a full queue, a route for another
+    /// address, or none (or a gone one).
     #[cold]
     #[inline(never)]
-    fn find_route<M: 'static>(&mut self, dest: Key, route: &mut u64) -> u64 {
-        *route = self
-            .routes
-            .first_of(dest, std::any::TypeId::of::<M>())
-            .to_word();
-        *route
+    fn send_unrouted<M: Send + 'static>(
+        &mut self,
+        dest: Key,
+        sender: Key,
+        message: M,
+        route: &mut u64,
+    ) {
+        let sub = match self.routes.check_route(Key::from_word(*route), dest) {
+            Kept::Holds => Key::from_word(*route),
+            // The handler sends elsewhere too: its route stays, and
+            // this message is routed at its delivery, as any.
+            Kept::Elsewhere => {
+                return self.queue.push(UserEnvelope {
+                    dest,
+                    sender,
+                    message,
+                });
+            }
+            Kept::Gone => {
+                let sub = self.routes.first_of(dest, std::any::TypeId::of::<M>());
+                *route = sub.to_word();
+                sub
+            }
+        };
+        self.queue
+            .push(ResolvedEnvelope::new(sub, dest, sender, message));
     }
 }
 
