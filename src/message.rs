@@ -166,15 +166,23 @@ impl Core {
             // The common case makes no call (the rest is out of line, a
             // full queue too), so that the handler keeps nothing across
             // one and saves fewer registers.
-            if matches!(
-                self.routes.check_route(Key::from_word(sub), dest),
-                Kept::Holds
-            ) && self.queue.has_room::<ResolvedEnvelope<M>>()
-            {
-                let envelope = ResolvedEnvelope::new(Key::from_word(sub), dest, sender, message);
-                return self.queue.push(envelope);
+            match self.routes.check_route(Key::from_word(sub), dest) {
+                Kept::Holds if self.queue.has_room::<ResolvedEnvelope<M>>() => {
+                    let envelope =
+                        ResolvedEnvelope::new(Key::from_word(sub), dest, sender, message);
+                    self.queue.push(envelope);
+                }
+                // The handler sends elsewhere too: its route stays, and
+                // this message is routed at its delivery, as any.
+                Kept::Elsewhere if self.queue.has_room::<UserEnvelope<M>>() => {
+                    self.queue.push(UserEnvelope {
+                        dest,
+                        sender,
+                        message,
+                    });
+                }
+                _ => self.send_unrouted(dest, sender, message, route),
             }
-            self.send_unrouted(dest, sender, message, route);
         } else {
             self.send_remote(to, sender, message);
         }
