@@ -72,15 +72,31 @@ impl<'a> Lent<'a> {
     pub(crate) fn get<M: 'static>(self) -> Option<&'a M> {
         // The same function (usually: one per type in the binary) returns
         // the same `TypeId`; another one (a copy in another codegen unit)
-        // is asked.
+        // is asked, out of line: so that the caller keeps nothing across a
+        // call for it (the message's address comes back as the result).
         let of_m: fn() -> TypeId = TypeId::of::<M>;
-        if std::ptr::fn_addr_eq(self.type_id, of_m) || (self.type_id)() == TypeId::of::<M>() {
+        if std::ptr::fn_addr_eq(self.type_id, of_m) {
             // SAFETY (lent): `message` came from a `&'a M'` in `new`, with
-            // `type_id` the function `TypeId::of::<M'>`, which either is
-            // `TypeId::of::<M>` (the same code gives the same value) or
-            // returned `TypeId::of::<M>()`: so `M' == M` (both `'static`);
-            // the borrow lives for `'a`, which the returned reference does
-            // not outlive.
+            // `type_id` the function `TypeId::of::<M'>`, which is
+            // `TypeId::of::<M>` (the same code gives the same value): so
+            // `M' == M` (both `'static`); the borrow lives for `'a`, which
+            // the returned reference does not outlive.
+            Some(unsafe { &*self.message.cast::<M>() })
+        } else {
+            self.get_asked()
+        }
+    }
+
+    /// [`get`](Self::get) by asking the lender's function for its `TypeId`.
+    #[cold]
+    #[inline(never)]
+    fn get_asked<M: 'static>(self) -> Option<&'a M> {
+        if (self.type_id)() == TypeId::of::<M>() {
+            // SAFETY (lent): `message` came from a `&'a M'` in `new`, with
+            // `type_id` the function `TypeId::of::<M'>`, which returned
+            // `TypeId::of::<M>()`: so `M' == M` (both `'static`); the
+            // borrow lives for `'a`, which the returned reference does not
+            // outlive.
             Some(unsafe { &*self.message.cast::<M>() })
         } else {
             None
