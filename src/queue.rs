@@ -72,35 +72,27 @@ impl<'a> Lent<'a> {
     pub(crate) fn get<M: 'static>(self) -> Option<&'a M> {
         // The same function (usually: one per type in the binary) returns
         // the same `TypeId`; another one (a copy in another codegen unit)
-        // is asked, out of line: so that the caller keeps nothing across a
-        // call for it (the message's address comes back as the result).
+        // is asked, out of line, so that the caller keeps nothing across a
+        // call (the message's address comes back as the result).
         let of_m: fn() -> TypeId = TypeId::of::<M>;
-        if std::ptr::fn_addr_eq(self.type_id, of_m) {
-            // SAFETY (lent): `message` came from a `&'a M'` in `new`, with
-            // `type_id` the function `TypeId::of::<M'>`, which is
-            // `TypeId::of::<M>` (the same code gives the same value): so
-            // `M' == M` (both `'static`); the borrow lives for `'a`, which
-            // the returned reference does not outlive.
-            Some(unsafe { &*self.message.cast::<M>() })
-        } else {
-            self.get_asked()
+        if !std::ptr::fn_addr_eq(self.type_id, of_m) {
+            return self.get_asked();
         }
+        // SAFETY (lent): `message` came from a `&'a M'` in `new`, with
+        // `type_id` the function `TypeId::of::<M'>`, here `TypeId::of::<M>`
+        // (the same code gives the same value): so `M' == M` (both
+        // `'static`); the borrow lives for `'a`, which the returned
+        // reference does not outlive.
+        Some(unsafe { &*self.message.cast::<M>() })
     }
 
     /// [`get`](Self::get) by asking the lender's function for its `TypeId`.
     #[cold]
     #[inline(never)]
     fn get_asked<M: 'static>(self) -> Option<&'a M> {
-        if (self.type_id)() == TypeId::of::<M>() {
-            // SAFETY (lent): `message` came from a `&'a M'` in `new`, with
-            // `type_id` the function `TypeId::of::<M'>`, which returned
-            // `TypeId::of::<M>()`: so `M' == M` (both `'static`); the
-            // borrow lives for `'a`, which the returned reference does not
-            // outlive.
-            Some(unsafe { &*self.message.cast::<M>() })
-        } else {
-            None
-        }
+        // SAFETY (lent): as in `get`, `type_id` (of `M'`) returned
+        // `TypeId::of::<M>()`, so `M' == M`.
+        ((self.type_id)() == TypeId::of::<M>()).then(|| unsafe { &*self.message.cast::<M>() })
     }
 }
 
@@ -326,10 +318,9 @@ impl<C: 'static> Queue<C> {
         }
     }
 
-    /// Whether an `E` is pushed without making room first. A caller with
-    /// a slow path of its own may take it for a full buffer too, so that
-    /// its common case makes no call (`make_room`) and keeps nothing
-    /// across one (fewer saved registers).
+    /// Whether an `E` is pushed without making room first: a caller with
+    /// a slow path may take it there when not, so that its common case
+    /// makes no call (`make_room`) and keeps nothing across one.
     #[inline(always)]
     pub(crate) fn has_room<E: Envelope<C>>(&self) -> bool {
         align_of::<E>() > WORD
