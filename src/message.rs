@@ -143,9 +143,9 @@ impl<M: Send + 'static> UserEnvelope<M> {
 impl Core {
     /// [`send`](Core::send) from a handler that keeps the route of its
     /// last send in `route`: the first subscription of the (address, type)
-    /// found then, used again while it is still on that address for a type
-    /// of `M`'s tag, and put in the envelope (see `ResolvedEnvelope`, whose
-    /// delivery checks it again). The route comes out of the handler's own
+    /// found then, used again while it is still on that address (for `M`
+    /// or not: see `Routes::check_route`), and put in the envelope (see
+    /// `ResolvedEnvelope`, whose delivery checks it again, with `M`'s tag). The route comes out of the handler's own
     /// memory, not out of the address's slot and channel, so the delivery
     /// that follows waits on fewer loads (w1: 1.25x the messages per
     /// second; docs/benchmarks.md).
@@ -159,42 +159,65 @@ impl Core {
     ) {
         if to.is_of(&self.shared) {
             let dest = to.key();
-            let tag = crate::routing::type_tag(std::any::TypeId::of::<M>());
             // The route stays one word (`Key::to_word`) from the handler
             // to the envelope: split into halves, the two would be joined
             // again for the store.
-            let sub = match self.routes.check_route(Key::from_word(*route), dest, tag) {
-                Kept::Holds => *route,
+            let sub = *route;
+            // The common case makes no call (the rest is out of line, a
+            // full queue too), so that the handler keeps nothing across
+            // one and saves fewer registers.
+            match self.routes.check_route(Key::from_word(sub), dest) {
+                Kept::Holds if self.queue.has_room::<ResolvedEnvelope<M>>() => {
+                    let envelope =
+                        ResolvedEnvelope::new(Key::from_word(sub), dest, sender, message);
+                    self.queue.push(envelope);
+                }
                 // The handler sends elsewhere too: its route stays, and
                 // this message is routed at its delivery, as any.
-                Kept::Elsewhere => {
-                    return self.queue.push(UserEnvelope {
+                Kept::Elsewhere if self.queue.has_room::<UserEnvelope<M>>() => {
+                    self.queue.push(UserEnvelope {
                         dest,
                         sender,
                         message,
                     });
                 }
-                Kept::Gone => self.find_route::<M>(dest, route),
-            };
-            self.queue.push(ResolvedEnvelope::new(
-                Key::from_word(sub),
-                dest,
-                sender,
-                message,
-            ));
+                _ => self.send_unrouted(dest, sender, message, route),
+            }
         } else {
             self.send_remote(to, sender, message);
         }
     }
 
+    /// The rest of `send_routed`: a full queue, a route for another
+    /// address, or none (or a gone one).
     #[cold]
     #[inline(never)]
-    fn find_route<M: 'static>(&mut self, dest: Key, route: &mut u64) -> u64 {
-        *route = self
-            .routes
-            .first_of(dest, std::any::TypeId::of::<M>())
-            .to_word();
-        *route
+    fn send_unrouted<M: Send + 'static>(
+        &mut self,
+        dest: Key,
+        sender: Key,
+        message: M,
+        route: &mut u64,
+    ) {
+        let sub = match self.routes.check_route(Key::from_word(*route), dest) {
+            Kept::Holds => Key::from_word(*route),
+            // The handler sends elsewhere too: its route stays, and
+            // this message is routed at its delivery, as any.
+            Kept::Elsewhere => {
+                return self.queue.push(UserEnvelope {
+                    dest,
+                    sender,
+                    message,
+                });
+            }
+            Kept::Gone => {
+                let sub = self.routes.first_of(dest, std::any::TypeId::of::<M>());
+                *route = sub.to_word();
+                sub
+            }
+        };
+        self.queue
+            .push(ResolvedEnvelope::new(sub, dest, sender, message));
     }
 }
 
