@@ -15,7 +15,8 @@
 //! use (since it was last found empty) took less than a quarter of it gives
 //! half of it back, when it is found empty; and one that never empties
 //! gives half back when the entries move to the start, if its use since the
-//! last move took less than an eighth of it.
+//! last move took less than an eighth of it and it has not grown since it
+//! was last found empty.
 //!
 //! This is the crate's only `unsafe` module. The invariants:
 //!
@@ -231,6 +232,9 @@ pub(crate) struct Queue<C: 'static> {
     /// waiting entries last moved to the start (as seen when the buffer
     /// was full, or found empty).
     burst: usize,
+    /// The most words the buffer had to grow to hold since the queue was
+    /// last found empty (`shrink_while_busy`).
+    grown: usize,
     _ctx: PhantomData<fn(&mut C)>,
     /// The envelopes need not be `Send` or `Sync` (an `Rc` in a message, an
     /// actor's cell in a handler's closure): neither is the queue.
@@ -244,6 +248,7 @@ impl<C: 'static> Default for Queue<C> {
             read: 0,
             ahead: 0,
             burst: 0,
+            grown: 0,
             _ctx: PhantomData,
             _not_send: PhantomData,
         }
@@ -331,22 +336,30 @@ impl<C: 'static> Queue<C> {
             self.shrink_while_busy(waiting + words);
         }
         if self.words.capacity() - self.words.len() < words {
+            self.grown = self.grown.max(self.words.len() + words);
             self.words.reserve(words.max(MIN_WORDS));
         }
     }
 
-    /// The waiting entries were moved to the start of a full buffer:
-    /// give half of it back if what was used since the last such move (or
-    /// since the queue was found empty) took less than an eighth of it.
-    /// A queue that never empties (a feeder's turns, each queued behind
-    /// the messages of the turn before) walks its whole buffer between two
+    /// The waiting entries were moved to the start of a full buffer
+    /// (`now`: the words in use then): give half of it back if what was
+    /// used since the last move took less than an eighth of it, and the
+    /// buffer has not grown since the queue was last found empty. A queue
+    /// that never empties (a feeder's turns, each queued behind the
+    /// messages of the turn before) walks its whole buffer between two
     /// moves; after a burst, that would be memory far larger than what
     /// waits, every line of it written and read again from beyond the
     /// cache. An eighth, so that the buffer stays at least four times what
     /// waits, and a move copies a third of a word per word pushed at most.
+    ///
+    /// What was used is seen only at a move, so a turn's peak may fall
+    /// between two: the buffer may then shrink below it, and grow again.
+    /// That growth keeps it from shrinking again while the queue does not
+    /// empty (it would otherwise shrink and grow on every turn of a feeder
+    /// whose turns fill it).
     fn shrink_while_busy(&mut self, now: usize) {
         let capacity = self.words.capacity();
-        if capacity > KEEP_WORDS && self.burst < capacity / 8 {
+        if capacity > KEEP_WORDS && self.burst.max(self.grown) < capacity / 8 {
             self.words.shrink_to(capacity / 2);
         }
         self.burst = now;
@@ -398,6 +411,7 @@ impl<C: 'static> Queue<C> {
             self.shrink_after_burst();
         }
         self.burst = 0;
+        self.grown = 0;
     }
 
     /// The queue is empty: give memory back if the last burst used less

@@ -290,25 +290,27 @@ fn growth_while_draining_keeps_order_and_memory() {
 
 #[test]
 fn a_queue_that_never_empties_gives_a_burst_back() {
-    // A burst of 20,000 entries grows the buffer; then a stream where 100
-    // entries always wait (each delivery pushes one, so the queue is never
-    // found empty) walks the buffer from end to end: the waiting entries
-    // move to its start each time it is full, and it gives memory back
-    // then, down to a few times what waits (an entry is five words), in
-    // order.
+    // A burst of 5,000 entries grows the buffer, and is delivered; then a
+    // stream where 100 entries always wait (each delivery pushes one, so
+    // the queue is never found empty again) walks the buffer from end to
+    // end: the waiting entries move to its start each time it is full,
+    // and it gives memory back then, down to a few times what waits (an
+    // entry is five words), in order.
     let drops = Rc::new(Cell::new(0));
     let mut ctx = Ctx::default();
-    let burst = 20_000;
+    let burst = 5_000;
     for id in 0..burst {
         ctx.queue.push(env(id, id, &drops));
     }
+    run_all(&mut ctx);
     let grown = ctx.queue.capacity_bytes();
     assert!(grown >= (burst as usize) * 5 * WORD, "{grown} bytes");
-    for _ in 0..burst - 100 {
-        assert!(Queue::run_next(&mut ctx, queue));
-    }
     let mut next = burst;
-    for _ in 0..200_000 {
+    for _ in 0..100 {
+        ctx.queue.push(env(next, next, &drops));
+        next += 1;
+    }
+    for _ in 0..300_000 {
         ctx.queue.push(env(next, next, &drops));
         next += 1;
         assert!(Queue::run_next(&mut ctx, queue));
@@ -322,6 +324,47 @@ fn a_queue_that_never_empties_gives_a_burst_back() {
     let expected: Vec<u64> = (0..next).collect();
     assert_eq!(ctx.delivered, expected);
     assert_eq!(drops.get() as u64, next);
+}
+
+#[test]
+fn a_feeder_s_turns_do_not_make_the_buffer_shrink_and_grow_again() {
+    // A feeder's turn pushes a batch and a tick after it; the batch is
+    // delivered, then the tick, whose delivery pushes the next turn: the
+    // queue is never found empty, and what waits swings from a few entries
+    // to a whole batch. An entry is four words here: a turn is 4,004, and
+    // the buffer, grown to 4,096 by the first turn, is full each turn
+    // with the turn's first 23 entries waiting. It must not shrink then
+    // (the turn's peak fell between two moves) only to grow again at once,
+    // turn after turn.
+    let drops = Rc::new(Cell::new(0));
+    let mut ctx = Ctx::default();
+    let mut id = 0;
+    let mut changes = 0;
+    let mut capacity = 0;
+    for turn in 0..3_000 {
+        if turn > 0 {
+            // The tick of the turn before.
+            assert!(Queue::run_next(&mut ctx, queue));
+        }
+        for _ in 0..1_000 {
+            ctx.queue.push(env(id, (), &drops));
+            id += 1;
+            if ctx.queue.capacity_bytes() != capacity {
+                capacity = ctx.queue.capacity_bytes();
+                changes += 1;
+            }
+        }
+        ctx.queue.push(env(id, (), &drops)); // the tick
+        id += 1;
+        for _ in 0..1_000 {
+            assert!(Queue::run_next(&mut ctx, queue));
+        }
+    }
+    assert!(changes <= 20, "the buffer changed size {changes} times");
+    run_all(&mut ctx);
+    let expected: Vec<u64> = (0..id).collect();
+    assert_eq!(ctx.delivered, expected);
+    assert_eq!(drops.get() as u64, id);
 }
 
 /// Passes itself on `left` more times, as in a ping-pong: one envelope
