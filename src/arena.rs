@@ -14,51 +14,81 @@ pub(crate) fn remove_key<A: smallvec::Array<Item = Key>>(
     }
 }
 
-/// A slot index plus the generation of the value stored there.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct Key {
-    pub(crate) idx: u32,
-    pub(crate) generation: u32,
-}
+/// A slot index plus the generation of the value stored there, kept as one
+/// word (`idx` in the low half, `generation` in the high half), so that it
+/// is passed and stored in one register and one 8-byte move.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Key(u64);
 
 impl Key {
     /// A message made by the framework itself (a timeout's response, say).
-    pub(crate) const FRAMEWORK: Key = Key {
-        idx: u32::MAX,
-        generation: u32::MAX - 2,
-    };
+    pub(crate) const FRAMEWORK: Key = Key::new(u32::MAX, u32::MAX - 2);
 
     /// A sender on another locality (as seen where its message arrives).
-    pub(crate) const REMOTE: Key = Key {
-        idx: u32::MAX,
-        generation: u32::MAX - 1,
-    };
+    pub(crate) const REMOTE: Key = Key::new(u32::MAX, u32::MAX - 1);
 
     /// A key that no arena ever hands out (used for "no actor").
-    pub(crate) const NONE: Key = Key {
-        idx: u32::MAX,
-        generation: u32::MAX,
-    };
+    pub(crate) const NONE: Key = Key::new(u32::MAX, u32::MAX);
+
+    /// The key of slot `idx` holding generation `generation`.
+    #[inline(always)]
+    pub(crate) const fn new(idx: u32, generation: u32) -> Key {
+        Key(idx as u64 | ((generation as u64) << 32))
+    }
+
+    /// The slot index (the low half).
+    #[inline(always)]
+    pub(crate) const fn idx(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// The generation (the high half).
+    #[inline(always)]
+    pub(crate) const fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
 
     /// The key as one word (`idx` in the low half): stored whole, so
     /// that a copy read back at once is one 8-byte load of one 8-byte
     /// store (two 4-byte stores read as one load stall: docs/benchmarks.md).
     #[inline(always)]
-    pub(crate) fn to_word(self) -> u64 {
-        u64::from(self.idx) | (u64::from(self.generation) << 32)
+    pub(crate) const fn to_word(self) -> u64 {
+        self.0
     }
 
     /// The key stored as [`to_word`](Self::to_word) made it.
     #[inline(always)]
-    pub(crate) fn from_word(word: u64) -> Key {
-        Key {
-            idx: word as u32,
-            generation: (word >> 32) as u32,
-        }
+    pub(crate) const fn from_word(word: u64) -> Key {
+        Key(word)
     }
 
     pub(crate) fn is_none(self) -> bool {
         self == Key::NONE
+    }
+}
+
+impl Ord for Key {
+    /// By `idx`, then `generation` (as the two fields' order was).
+    #[inline]
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.idx(), self.generation()).cmp(&(other.idx(), other.generation()))
+    }
+}
+
+impl PartialOrd for Key {
+    #[inline]
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::hash::Hash for Key {
+    /// The two halves, as the two fields were hashed (so [`KeyMap`]'s
+    /// hashes, and its order of iteration, stay as they were).
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u32(self.idx());
+        state.write_u32(self.generation());
     }
 }
 
@@ -71,7 +101,7 @@ impl Default for Key {
 
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.idx, self.generation)
+        write!(f, "{}.{}", self.idx(), self.generation())
     }
 }
 
@@ -134,7 +164,7 @@ impl<T> Arena<T> {
         // `insert` would look the value up again, for a reference not used).
         let idx = u32::try_from(self.slab.vacant_key())
             .expect("more than 2^32 live entries in one arena");
-        let key = Key { idx, generation };
+        let key = Key::new(idx, generation);
         let at = self.slab.insert(Entry {
             generation,
             value: make(key),
@@ -150,26 +180,25 @@ impl<T> Arena<T> {
 
     #[inline]
     pub(crate) fn get(&self, key: Key) -> Option<&T> {
-        match self.slab.get(key.idx as usize) {
-            Some(e) if e.generation == key.generation => Some(&e.value),
+        match self.slab.get(key.idx() as usize) {
+            Some(e) if e.generation == key.generation() => Some(&e.value),
             _ => None,
         }
     }
 
     #[inline]
     pub(crate) fn get_mut(&mut self, key: Key) -> Option<&mut T> {
-        match self.slab.get_mut(key.idx as usize) {
-            Some(e) if e.generation == key.generation => Some(&mut e.value),
+        match self.slab.get_mut(key.idx() as usize) {
+            Some(e) if e.generation == key.generation() => Some(&mut e.value),
             _ => None,
         }
     }
 
     /// The key of the value in slot `idx`, if any.
     pub(crate) fn key_at(&self, idx: u32) -> Option<Key> {
-        self.slab.get(idx as usize).map(|e| Key {
-            idx,
-            generation: e.generation,
-        })
+        self.slab
+            .get(idx as usize)
+            .map(|e| Key::new(idx, e.generation))
     }
 
     pub(crate) fn contains(&self, key: Key) -> bool {
@@ -182,7 +211,7 @@ impl<T> Arena<T> {
         if !self.contains(key) {
             return None;
         }
-        Some(self.slab.remove(key.idx as usize).value)
+        Some(self.slab.remove(key.idx() as usize).value)
     }
 
     /// Every live value.
@@ -205,7 +234,7 @@ mod tests {
         let k1 = a.insert("first");
         assert_eq!(a.remove(k1), Some("first"));
         let k2 = a.insert("second");
-        assert_eq!(k1.idx, k2.idx, "slab reuses the slot");
+        assert_eq!(k1.idx(), k2.idx(), "slab reuses the slot");
         assert_eq!(a.get(k1), None);
         assert_eq!(a.remove(k1), None);
         assert_eq!(a.get(k2), Some(&"second"));

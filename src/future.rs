@@ -47,7 +47,7 @@ impl FutureId {
 
 impl fmt::Display for FutureId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "future#{}.{}", self.0.idx, self.0.generation)
+        write!(f, "future#{}.{}", self.0.idx(), self.0.generation())
     }
 }
 

@@ -30,7 +30,7 @@ pub struct IoId(pub(crate) Key);
 
 impl fmt::Display for IoId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "io#{}", self.0.idx)
+        write!(f, "io#{}", self.0.idx())
     }
 }
 
@@ -108,12 +108,12 @@ impl IoTable {
     }
 
     fn token(&self, key: Key) -> Token {
-        let generation = key.generation as usize & GENERATION_MASK;
+        let generation = key.generation() as usize & GENERATION_MASK;
         Token(
             RESERVED_TOKENS
                 | (self.locality_bits << LOCALITY_SHIFT)
                 | (generation << GENERATION_SHIFT)
-                | key.idx as usize,
+                | key.idx() as usize,
         )
     }
 
@@ -130,7 +130,7 @@ impl IoTable {
         }
         let key = self.slots.key_at((token.0 & 0xffff_ffff) as u32)?;
         let generation = (token.0 >> GENERATION_SHIFT) & GENERATION_MASK;
-        if key.generation as usize & GENERATION_MASK != generation {
+        if key.generation() as usize & GENERATION_MASK != generation {
             return None;
         }
         self.slots.get(key).map(|slot| (IoId(key), slot.address))
@@ -340,7 +340,7 @@ mod tests {
         assert!(t.target(old_token).is_some());
         t.slots.remove(old);
         let new = t.slots.insert(IoSlot { address: Key::NONE });
-        assert_eq!(new.idx, old.idx, "slab reuses the slot");
+        assert_eq!(new.idx(), old.idx(), "slab reuses the slot");
         assert_eq!(t.target(old_token), None);
         assert!(t.target(t.token(new)).is_some());
     }

@@ -193,7 +193,7 @@ impl<T, H> Routes<T, H> {
     pub(crate) fn add_address(&mut self, make: impl FnOnce(Key) -> T) -> Key {
         let key = self.slots.insert(Slot::new());
         debug_assert!(!is_far(key), "2^31 live addresses");
-        put_beside(&mut self.data, key.idx, Some(make(key)), || None);
+        put_beside(&mut self.data, key.idx(), Some(make(key)), || None);
         key
     }
 
@@ -228,7 +228,7 @@ impl<T, H> Routes<T, H> {
     #[inline(always)]
     pub(crate) fn address(&self, key: Key) -> Option<&T> {
         match self.slots.get(key).is_some() {
-            true => self.data[key.idx as usize].as_ref(),
+            true => self.data[key.idx() as usize].as_ref(),
             false => self.far.data(key),
         }
     }
@@ -236,7 +236,7 @@ impl<T, H> Routes<T, H> {
     /// The data of an address, if it is live.
     pub(crate) fn address_mut(&mut self, key: Key) -> Option<&mut T> {
         match self.slots.get(key).is_some() {
-            true => self.data[key.idx as usize].as_mut(),
+            true => self.data[key.idx() as usize].as_mut(),
             false => self.far.data_mut(key),
         }
     }
@@ -247,7 +247,7 @@ impl<T, H> Routes<T, H> {
         let (first, slot, data) = match self.slots.get_with_mark(key) {
             Some((first, _)) => {
                 let slot = self.slots.remove(key)?;
-                (first, slot, self.data[key.idx as usize].take()?)
+                (first, slot, self.data[key.idx() as usize].take()?)
             }
             None => self.far.remove(key)?,
         };
@@ -258,7 +258,7 @@ impl<T, H> Routes<T, H> {
                     removed.push(Removed {
                         sub,
                         address: key,
-                        owner: self.owners[sub.idx as usize],
+                        owner: self.owners[sub.idx() as usize],
                     });
                 }
             }
@@ -276,7 +276,7 @@ impl<T, H> Routes<T, H> {
             return None;
         }
         self.slots.remove(key)?;
-        let data = self.data[key.idx as usize].take();
+        let data = self.data[key.idx() as usize].take();
         self.trim_beside();
         data
     }
@@ -293,7 +293,7 @@ impl<T, H> Routes<T, H> {
         {
             return false;
         }
-        self.data[key.idx as usize] = None;
+        self.data[key.idx() as usize] = None;
         self.trim_beside();
         true
     }
@@ -314,7 +314,7 @@ impl<T, H> Routes<T, H> {
             address,
             handler: Some(handler),
         });
-        put_beside(&mut self.owners, sub.idx, owner, || Key::NONE);
+        put_beside(&mut self.owners, sub.idx(), owner, || Key::NONE);
         let (first, slot) = self.slot_mut(address)?;
         // The subscription that was alone in the channel and is no longer
         // (or, for a new channel, the new one, alone in it).
@@ -345,7 +345,7 @@ impl<T, H> Routes<T, H> {
     /// running, dropped when put back); `None` if it was gone.
     pub(crate) fn unsubscribe(&mut self, sub: Key) -> Option<Removed> {
         let record = self.subs.remove(sub)?;
-        let owner = self.owners[sub.idx as usize];
+        let owner = self.owners[sub.idx() as usize];
         self.trim_beside();
         // The subscription left alone in its channel, if one is.
         let mut alone = None;
@@ -386,7 +386,7 @@ impl<T, H> Routes<T, H> {
 
     /// The owner of a live subscription.
     pub(crate) fn owner(&self, sub: Key) -> Option<Key> {
-        self.subs.get(sub).map(|_| self.owners[sub.idx as usize])
+        self.subs.get(sub).map(|_| self.owners[sub.idx() as usize])
     }
 
     /// The tag of the channels of `type_id` (exact: theirs only; no

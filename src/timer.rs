@@ -29,7 +29,7 @@ pub struct TimerId(pub(crate) Key);
 
 impl fmt::Display for TimerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "timer#{}.{}", self.0.idx, self.0.generation)
+        write!(f, "timer#{}.{}", self.0.idx(), self.0.generation())
     }
 }
 
@@ -189,10 +189,10 @@ impl<T: Action> Timers<T> {
             Some(Record {
                 place: Place::List { next, .. },
                 ..
-            }) => *next = key.idx,
-            _ => self.lists[list].head = key.idx,
+            }) => *next = key.idx(),
+            _ => self.lists[list].head = key.idx(),
         }
-        self.lists[list].tail = key.idx;
+        self.lists[list].tail = key.idx();
         key
     }
 
@@ -210,7 +210,7 @@ impl<T: Action> Timers<T> {
     /// place (`place` says where it goes).
     #[inline(always)]
     fn insert(&mut self, due: Due, place: Place, owner: Key, action: T) -> Key {
-        let older = self.heads.get(owner.idx as usize).copied().unwrap_or(NIL);
+        let older = self.heads.get(owner.idx() as usize).copied().unwrap_or(NIL);
         // Written in place, field by field.
         let (key, record) = self.entries.insert();
         record.deadline = due.deadline;
@@ -223,16 +223,16 @@ impl<T: Action> Timers<T> {
         // nothing, so it is overwritten without running its drop.
         std::mem::forget(std::mem::replace(&mut record.action, action));
         if let Some(e) = self.entries.get_mut_at(older) {
-            e.newer = key.idx;
+            e.newer = key.idx();
         }
-        self.set_head(owner, key.idx);
+        self.set_head(owner, key.idx());
         key
     }
 
     /// Makes slot `idx` (or [`NIL`]) the newest timer of `owner`.
     #[inline(always)]
     fn set_head(&mut self, owner: Key, idx: u32) {
-        match self.heads.get_mut(owner.idx as usize) {
+        match self.heads.get_mut(owner.idx() as usize) {
             Some(head) => *head = idx,
             None => self.first_head(owner, idx),
         }
@@ -242,7 +242,7 @@ impl<T: Action> Timers<T> {
     #[cold]
     #[inline(never)]
     fn first_head(&mut self, owner: Key, idx: u32) {
-        let at = owner.idx as usize;
+        let at = owner.idx() as usize;
         // Owners are slots of an arena of live actors: a key such as
         // `Key::NONE` (no slot) has no list, rather than a huge table.
         if at >= 1 << 28 {
@@ -341,14 +341,14 @@ impl<T: Action> Timers<T> {
     #[inline(always)]
     pub(crate) fn has_any(&self, owner: Key) -> bool {
         self.heads
-            .get(owner.idx as usize)
+            .get(owner.idx() as usize)
             .is_some_and(|&head| head != NIL)
     }
 
     /// Removes every timer of `owner` (of its slot index), oldest first.
     pub(crate) fn cancel_all(&mut self, owner: Key) -> Vec<(Key, Entry<T>)> {
         let mut out = Vec::new();
-        let Some(head) = self.heads.get_mut(owner.idx as usize) else {
+        let Some(head) = self.heads.get_mut(owner.idx() as usize) else {
             return out;
         };
         let mut idx = std::mem::replace(head, NIL);

@@ -51,7 +51,7 @@ fn a_reserved_key_is_given_back_when_the_child_is_not_made_or_goes() {
             .spawn_on(&h1, &root, || -> Idle { panic!("refused") })
             .finish()
             .unwrap();
-        assert_eq!(again.key().idx, refused.key().idx);
+        assert_eq!(again.key().idx(), refused.key().idx());
         assert_ne!(again.key(), refused.key(), "a new generation");
         step(&mut [&mut l0, &mut l1]);
     }
@@ -70,7 +70,7 @@ fn a_reserved_key_is_given_back_when_the_child_is_not_made_or_goes() {
     assert_eq!(l1.stats().addresses, 0);
     let next = l0.spawn_on(&h1, &root, || Idle).finish().unwrap();
     step(&mut [&mut l0, &mut l1]);
-    assert_eq!(next.key().idx - FAR, made.key().idx - FAR);
+    assert_eq!(next.key().idx() - FAR, made.key().idx() - FAR);
     assert!(l1.state_of(&next).is_some());
     assert!(l1.state_of(&made).is_none(), "the old address stays gone");
     drop(h1);

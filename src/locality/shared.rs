@@ -129,17 +129,14 @@ impl LocalityShared {
         };
         let generation = reserved.generation;
         reserved.generation = generation.wrapping_add(1);
-        Ok(Key {
-            idx: crate::routing::FAR + index,
-            generation,
-        })
+        Ok(Key::new(crate::routing::FAR + index, generation))
     }
 
     /// Gives back a far key from [`reserve_key`](Self::reserve_key) (once).
     pub(crate) fn release_key(&self, key: Key) {
         debug_assert!(crate::routing::is_far(key));
         let mut reserved = self.reserved.lock().unwrap_or_else(PoisonError::into_inner);
-        reserved.free.push(key.idx - crate::routing::FAR);
+        reserved.free.push(key.idx() - crate::routing::FAR);
     }
 
     /// Far keys reserved and not given back (for tests).

@@ -129,7 +129,9 @@ impl fmt::Display for RequestId {
         write!(
             f,
             "request#{}.{}.{}",
-            self.locality, self.key.idx, self.key.generation
+            self.locality,
+            self.key.idx(),
+            self.key.generation()
         )
     }
 }

@@ -15,7 +15,7 @@ pub(crate) const MAX_FAR: u32 = 1 << 30;
 /// `true` for a far key (see [`FAR`]).
 #[inline]
 pub(crate) fn is_far(key: Key) -> bool {
-    key.idx.wrapping_sub(FAR) < MAX_FAR
+    key.idx().wrapping_sub(FAR) < MAX_FAR
 }
 
 /// Addresses at far keys: slot `idx - FAR`, with the key's generation
@@ -63,8 +63,8 @@ impl<T> Far<T> {
     }
 
     fn entry(&self, key: Key) -> Option<(u32, &Slot, &T)> {
-        match self.slots.get(key.idx.wrapping_sub(FAR) as usize)? {
-            Some((generation, tag, slot, data)) if *generation == key.generation => {
+        match self.slots.get(key.idx().wrapping_sub(FAR) as usize)? {
+            Some((generation, tag, slot, data)) if *generation == key.generation() => {
                 Some((*tag, slot, data))
             }
             _ => None,
@@ -72,8 +72,8 @@ impl<T> Far<T> {
     }
 
     fn entry_mut(&mut self, key: Key) -> Option<(&mut u32, &mut Slot, &mut T)> {
-        match self.slots.get_mut(key.idx.wrapping_sub(FAR) as usize)? {
-            Some((generation, tag, slot, data)) if *generation == key.generation => {
+        match self.slots.get_mut(key.idx().wrapping_sub(FAR) as usize)? {
+            Some((generation, tag, slot, data)) if *generation == key.generation() => {
                 Some((tag, slot, data))
             }
             _ => None,
@@ -84,7 +84,7 @@ impl<T> Far<T> {
     /// slot and its data.
     pub(super) fn remove(&mut self, key: Key) -> Option<(u32, Slot, T)> {
         self.get(key)?;
-        let i = (key.idx - FAR) as usize;
+        let i = (key.idx() - FAR) as usize;
         let (_, tag, slot, data) = self.slots[i].take()?;
         self.len -= 1;
         while let Some(None) = self.slots.last() {
@@ -98,18 +98,18 @@ impl<T> Far<T> {
         is_far(key)
             && self
                 .slots
-                .get((key.idx - FAR) as usize)
+                .get((key.idx() - FAR) as usize)
                 .is_none_or(Option::is_none)
     }
 
     /// Puts `slot` and `data` at the far key `key` (it must be [`vacant`](Self::vacant)).
     pub(super) fn insert(&mut self, key: Key, slot: Slot, data: T) {
         debug_assert!(self.vacant(key));
-        let i = (key.idx - FAR) as usize;
+        let i = (key.idx() - FAR) as usize;
         if self.slots.len() <= i {
             self.slots.resize_with(i + 1, || None);
         }
-        self.slots[i] = Some((key.generation, NO_CHANNEL, slot, data));
+        self.slots[i] = Some((key.generation(), NO_CHANNEL, slot, data));
         self.len += 1;
     }
 

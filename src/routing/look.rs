@@ -66,8 +66,8 @@ impl<T, H: Prefetch> Routes<T, H> {
     #[inline(always)]
     pub(crate) fn look_ahead(&self, address: Key) -> bool {
         let look = &self.look;
-        let last = look.last.replace(address.idx);
-        if address.idx.wrapping_sub(last).wrapping_add(NEAR) <= 2 * NEAR {
+        let last = look.last.replace(address.idx());
+        if address.idx().wrapping_sub(last).wrapping_add(NEAR) <= 2 * NEAR {
             return false;
         }
         let n = look.looks.get();
@@ -155,10 +155,7 @@ mod tests {
     #[test]
     fn a_near_address_is_not_looked_at_and_makes_no_stage() {
         let (r, addresses, _, log) = table(6);
-        let near = Key {
-            idx: addresses[0].idx + 1,
-            ..addresses[0]
-        };
+        let near = Key::new(addresses[0].idx() + 1, addresses[0].generation());
         assert!(r.look_ahead(addresses[0]));
         assert!(!r.look_ahead(near), "next to the last one looked at");
         for &a in &addresses[1..] {
@@ -175,10 +172,7 @@ mod tests {
         let (mut r, addresses, subs, log) = table(8);
         let running = r.take_handler(subs[1]).unwrap();
         assert!(r.remove_address(addresses[2]).is_some());
-        let stale = Key {
-            idx: u32::MAX - 100,
-            generation: 7,
-        };
+        let stale = Key::new(u32::MAX - 100, 7);
         assert!(
             r.look_ahead(stale),
             "a key that is nowhere is looked at (to no effect)"

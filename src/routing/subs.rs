@@ -82,14 +82,14 @@ impl<R: Default> Records<R> {
             idx
         };
         self.len += 1;
-        Key { idx, generation }
+        Key::new(idx, generation)
     }
 
     /// The value of a live key.
     #[inline(always)]
     pub(super) fn get(&self, key: Key) -> Option<&R> {
-        match self.records.get(key.idx as usize) {
-            Some(r) if r.generation == key.generation => Some(&r.value),
+        match self.records.get(key.idx() as usize) {
+            Some(r) if r.generation == key.generation() => Some(&r.value),
             _ => None,
         }
     }
@@ -97,8 +97,8 @@ impl<R: Default> Records<R> {
     /// The value of a live key.
     #[inline(always)]
     pub(super) fn get_mut(&mut self, key: Key) -> Option<&mut R> {
-        match self.records.get_mut(key.idx as usize) {
-            Some(r) if r.generation == key.generation => Some(&mut r.value),
+        match self.records.get_mut(key.idx() as usize) {
+            Some(r) if r.generation == key.generation() => Some(&mut r.value),
             _ => None,
         }
     }
@@ -106,8 +106,8 @@ impl<R: Default> Records<R> {
     /// The value of a live key, with its mark.
     #[inline(always)]
     pub(super) fn get_with_mark(&self, key: Key) -> Option<(u32, &R)> {
-        match self.records.get(key.idx as usize) {
-            Some(r) if r.generation == key.generation => Some((r.link, &r.value)),
+        match self.records.get(key.idx() as usize) {
+            Some(r) if r.generation == key.generation() => Some((r.link, &r.value)),
             _ => None,
         }
     }
@@ -116,8 +116,8 @@ impl<R: Default> Records<R> {
     /// here: none).
     #[inline(always)]
     pub(super) fn get_mut_with_mark(&mut self, key: Key) -> Option<(&mut u32, &mut R)> {
-        match self.records.get_mut(key.idx as usize) {
-            Some(r) if r.generation == key.generation => Some((&mut r.link, &mut r.value)),
+        match self.records.get_mut(key.idx() as usize) {
+            Some(r) if r.generation == key.generation() => Some((&mut r.link, &mut r.value)),
             _ => None,
         }
     }
@@ -125,8 +125,8 @@ impl<R: Default> Records<R> {
     /// The value of a live key whose mark is `mark`.
     #[inline(always)]
     pub(super) fn get_mut_marked(&mut self, key: Key, mark: u32) -> Option<&mut R> {
-        match self.records.get_mut(key.idx as usize) {
-            Some(r) if r.generation == key.generation && r.link == mark => Some(&mut r.value),
+        match self.records.get_mut(key.idx() as usize) {
+            Some(r) if r.generation == key.generation() && r.link == mark => Some(&mut r.value),
             _ => None,
         }
     }
@@ -134,7 +134,7 @@ impl<R: Default> Records<R> {
     /// Prefetches the record of `key` (if in range; live or not).
     #[inline(always)]
     pub(super) fn prefetch(&self, key: Key) {
-        if let Some(record) = self.records.get(key.idx as usize) {
+        if let Some(record) = self.records.get(key.idx() as usize) {
             crate::queue::prefetch(record);
         }
     }
@@ -142,8 +142,8 @@ impl<R: Default> Records<R> {
     /// Sets the mark of a live key (`END` until set; a mark must not be `END`).
     pub(super) fn set_mark(&mut self, key: Key, mark: u32) {
         debug_assert_ne!(mark, END);
-        if let Some(r) = self.records.get_mut(key.idx as usize)
-            && r.generation == key.generation
+        if let Some(r) = self.records.get_mut(key.idx() as usize)
+            && r.generation == key.generation()
         {
             r.link = mark;
         }
@@ -159,13 +159,13 @@ impl<R: Default> Records<R> {
     #[inline(always)]
     fn vacate<X>(&mut self, key: Key, empty: impl FnOnce(&mut R) -> X) -> Option<X> {
         let vacant = self.vacant;
-        let record = self.records.get_mut(key.idx as usize)?;
-        if record.generation != key.generation {
+        let record = self.records.get_mut(key.idx() as usize)?;
+        if record.generation != key.generation() {
             return None;
         }
         record.generation = VACANT;
         record.link = vacant;
-        self.vacant = key.idx;
+        self.vacant = key.idx();
         self.len -= 1;
         let out = empty(&mut record.value);
         if self.len == 0 {
@@ -204,7 +204,7 @@ mod tests {
         assert_eq!(r.get(k1), None);
         assert_eq!(r.remove(k1), None, "removed once");
         let k3 = r.insert(Some("third"));
-        assert_eq!(k3.idx, k1.idx, "the vacant record is reused");
+        assert_eq!(k3.idx(), k1.idx(), "the vacant record is reused");
         assert_eq!(r.get(k1), None, "but the old key stays stale");
         assert_eq!(r.get(k3), Some(&Some("third")));
         assert_eq!(r.get(k2), Some(&Some("second")));
@@ -220,25 +220,22 @@ mod tests {
         let keys: Vec<Key> = (0..4).map(|i| r.insert(i)).collect();
         r.remove(keys[1]).unwrap();
         r.remove(keys[3]).unwrap();
-        assert_eq!(r.insert(7).idx, keys[3].idx);
-        assert_eq!(r.insert(8).idx, keys[1].idx);
-        assert_eq!(r.insert(9).idx, 4);
+        assert_eq!(r.insert(7).idx(), keys[3].idx());
+        assert_eq!(r.insert(8).idx(), keys[1].idx());
+        assert_eq!(r.insert(9).idx(), 4);
         assert_eq!(r.len(), 5);
         for k in r.records.iter().map(|x| x.generation).collect::<Vec<_>>() {
             assert_ne!(k, VACANT);
         }
         let live: Vec<Key> = (0..5u32)
-            .map(|idx| Key {
-                idx,
-                generation: r.records[idx as usize].generation,
-            })
+            .map(|idx| Key::new(idx, r.records[idx as usize].generation))
             .collect();
         for k in live {
             r.remove(k).unwrap();
         }
         assert_eq!((r.len(), r.records.capacity()), (0, 0));
         let k = r.insert(1);
-        assert_eq!(k.idx, 0);
+        assert_eq!(k.idx(), 0);
         assert!(
             keys.iter().all(|old| r.get(*old).is_none()),
             "generations go on"
@@ -253,7 +250,7 @@ mod tests {
         assert!(r.remove_default(k1));
         assert!(!r.remove_default(k1), "a stale key removes nothing");
         let k3 = r.insert(0);
-        assert_eq!(k3.idx, k1.idx, "its record is reused");
+        assert_eq!(k3.idx(), k1.idx(), "its record is reused");
         assert!(!r.remove_default(k1), "nor a newer key at its index");
         assert_eq!((r.len(), r.get(k3), r.get(k2)), (2, Some(&0), Some(&5)));
     }
@@ -264,7 +261,7 @@ mod tests {
             next_generation: VACANT - 1,
             ..Records::default()
         };
-        assert_eq!(r.insert(1).generation, VACANT - 1);
-        assert_eq!(r.insert(2).generation, 0);
+        assert_eq!(r.insert(1).generation(), VACANT - 1);
+        assert_eq!(r.insert(2).generation(), 0);
     }
 }

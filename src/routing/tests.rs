@@ -116,10 +116,7 @@ fn a_handler_taken_out_and_unsubscribed_meanwhile_is_not_put_back() {
 fn a_far_address_routes_like_any_other_and_its_stale_key_misses() {
     let mut r = routes();
     let near = r.add_address(|_| "near");
-    let far = Key {
-        idx: FAR + 3,
-        generation: 9,
-    };
+    let far = Key::new(FAR + 3, 9);
     assert!(is_far(far) && !is_far(near) && !is_far(Key::NONE));
     assert!(matches!(r.find(far, TypeId::of::<A>()), Found::Stale));
     assert!(r.add_far_address(far, "far"));
@@ -128,10 +125,7 @@ fn a_far_address_routes_like_any_other_and_its_stale_key_misses() {
     assert_eq!(ids(&r, far, TypeId::of::<A>()), [s]);
     assert_eq!(r.address(far), Some(&"far"));
     assert_eq!(r.addresses(), 2);
-    let newer = Key {
-        generation: 10,
-        ..far
-    };
+    let newer = Key::new(far.idx(), 10);
     assert!(matches!(r.find(newer, TypeId::of::<A>()), Found::Stale));
     assert!(!r.far_vacant(newer), "the index is in use");
     let (data, removed) = r.remove_address(far).unwrap();
@@ -159,7 +153,7 @@ fn removing_an_address_removes_its_subscriptions_and_stale_keys_miss() {
     assert_eq!(r.subscribe(a, TypeId::of::<A>(), owner, 3), None);
     assert_eq!(r.unsubscribe(s1), None);
     let b = r.add_address(|_| "b");
-    assert_eq!(b.idx, a.idx, "slot reused");
+    assert_eq!(b.idx(), a.idx(), "slot reused");
     assert_eq!(r.address(a), None, "but the old key stays stale");
     assert_eq!(r.subscriptions(), 0);
 }
@@ -209,7 +203,7 @@ fn a_kept_route_holds_while_its_subscription_lives_and_is_taken_while_it_is_alon
     r.unsubscribe(s1).unwrap();
     assert!(!r.holds(s1, a));
     let s5 = r.subscribe(b, ta, Key::NONE, 5).unwrap();
-    assert_eq!(s5.idx, s1.idx, "the record is reused");
+    assert_eq!(s5.idx(), s1.idx(), "the record is reused");
     assert!(!r.holds(s1, a));
     assert!(!r.holds(s5, a), "on another address");
     assert_eq!(r.take_route(s1, tag_a), None);
@@ -332,7 +326,7 @@ fn an_address_slot_keeps_its_data_apart() {
     assert_eq!(r.remove_address(a).map(|(d, _)| d), Some([1; 8]));
     assert_eq!(r.address(a), None, "gone with its slot");
     let c = r.add_address(|_| [3; 8]);
-    assert_eq!(c.idx, a.idx, "the slot is reused, and its data place");
+    assert_eq!(c.idx(), a.idx(), "the slot is reused, and its data place");
     assert_eq!(r.address(a), None, "a stale key reads no data");
     assert_eq!(r.address(c), Some(&[3; 8]));
     assert!(r.discard_unsubscribed(b));
@@ -346,7 +340,7 @@ fn an_address_slot_keeps_its_data_apart() {
     assert_eq!(r.data.capacity(), 0);
     let d = r.add_address(|_| [4; 8]);
     assert_eq!(
-        (d.idx, r.address(d)),
+        (d.idx(), r.address(d)),
         (0, Some(&[4; 8])),
         "and start afresh"
     );

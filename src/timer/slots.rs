@@ -62,7 +62,7 @@ impl<R: Vacancy> Slots<R> {
         let slot = &mut self.slots[idx as usize];
         self.free = slot.next_free;
         slot.generation = generation;
-        (Key { idx, generation }, &mut slot.record)
+        (Key::new(idx, generation), &mut slot.record)
     }
 
     /// A new slot at the end: its index.
@@ -83,16 +83,16 @@ impl<R: Vacancy> Slots<R> {
 
     #[inline(always)]
     pub(super) fn get(&self, key: Key) -> Option<&R> {
-        match self.slots.get(key.idx as usize) {
-            Some(s) if s.generation == key.generation && !s.record.is_vacant() => Some(&s.record),
+        match self.slots.get(key.idx() as usize) {
+            Some(s) if s.generation == key.generation() && !s.record.is_vacant() => Some(&s.record),
             _ => None,
         }
     }
 
     #[inline(always)]
     pub(super) fn get_mut(&mut self, key: Key) -> Option<&mut R> {
-        match self.slots.get_mut(key.idx as usize) {
-            Some(s) if s.generation == key.generation && !s.record.is_vacant() => {
+        match self.slots.get_mut(key.idx() as usize) {
+            Some(s) if s.generation == key.generation() && !s.record.is_vacant() => {
                 Some(&mut s.record)
             }
             _ => None,
@@ -113,10 +113,7 @@ impl<R: Vacancy> Slots<R> {
     #[inline(always)]
     pub(super) fn key_at(&self, idx: u32) -> Option<Key> {
         match self.slots.get(idx as usize) {
-            Some(s) if !s.record.is_vacant() => Some(Key {
-                idx,
-                generation: s.generation,
-            }),
+            Some(s) if !s.record.is_vacant() => Some(Key::new(idx, s.generation)),
             _ => None,
         }
     }
@@ -125,12 +122,12 @@ impl<R: Vacancy> Slots<R> {
     /// caller empties (makes vacant).
     #[inline(always)]
     pub(super) fn remove(&mut self, key: Key) -> Option<&mut R> {
-        let slot = match self.slots.get_mut(key.idx as usize) {
-            Some(s) if s.generation == key.generation && !s.record.is_vacant() => s,
+        let slot = match self.slots.get_mut(key.idx() as usize) {
+            Some(s) if s.generation == key.generation() && !s.record.is_vacant() => s,
             _ => return None,
         };
         slot.next_free = self.free;
-        self.free = key.idx;
+        self.free = key.idx();
         self.len -= 1;
         Some(&mut slot.record)
     }
@@ -170,17 +167,17 @@ mod tests {
         assert_eq!(remove(&mut s, k1), Some("first"));
         assert_eq!(remove(&mut s, k1), None);
         let k2 = insert(&mut s, "second");
-        assert_eq!(k1.idx, k2.idx, "the slot freed last is reused");
+        assert_eq!(k1.idx(), k2.idx(), "the slot freed last is reused");
         assert_eq!(s.get(k1), None);
-        assert_eq!(s.key_at(k2.idx), Some(k2));
+        assert_eq!(s.key_at(k2.idx()), Some(k2));
         assert_eq!(s.get(k2), Some(&Some("second")));
         assert_eq!(s.len(), 1);
         let k3 = insert(&mut s, "third");
-        assert_ne!(k3.idx, k2.idx);
+        assert_ne!(k3.idx(), k2.idx());
         assert_eq!(remove(&mut s, k2), Some("second"));
-        assert_eq!(s.key_at(k2.idx), None);
-        assert_eq!(s.get_mut_at(k2.idx), None);
-        assert_eq!(s.get_mut_at(k3.idx), Some(&mut Some("third")));
+        assert_eq!(s.key_at(k2.idx()), None);
+        assert_eq!(s.get_mut_at(k2.idx()), None);
+        assert_eq!(s.get_mut_at(k3.idx()), Some(&mut Some("third")));
         assert_eq!(s.len(), 1);
     }
 }

@@ -19,10 +19,7 @@ impl Action for u32 {
 }
 
 /// The owner of the timers of a `Set`.
-const OWNER: Key = Key {
-    idx: 2,
-    generation: 5,
-};
+const OWNER: Key = Key::new(2, 5);
 
 /// A timer set (of one owner) and its sequence.
 struct Set {
@@ -132,13 +129,7 @@ fn an_owners_timers_are_cancelled_all_at_once_oldest_first() {
 
 #[test]
 fn owners_keep_their_own_lists_whatever_ends_their_timers() {
-    let (a, b) = (
-        OWNER,
-        Key {
-            idx: 0,
-            generation: 1,
-        },
-    );
+    let (a, b) = (OWNER, Key::new(0, 1));
     let mut t: Timers<u32> = Timers::default();
     let mut seq = 0;
     let mut start = |t: &mut Timers<u32>, owner, after_ms| {
