@@ -16,8 +16,11 @@ pub(crate) fn remove_key<A: smallvec::Array<Item = Key>>(
 
 /// A slot index plus the generation of the value stored there, kept as one
 /// word (`idx` in the low half, `generation` in the high half), so that it
-/// is passed and stored in one register and one 8-byte move.
+/// is passed and stored in one register and one 8-byte move. Aligned to 4
+/// bytes, as the two `u32` fields were, so that no record holding a key
+/// grows (a slab entry of 64 bytes would take 72).
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(C, packed(4))]
 pub(crate) struct Key(u64);
 
 impl Key {

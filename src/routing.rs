@@ -438,11 +438,15 @@ impl<T, H> Routes<T, H> {
         let more = channel.more.as_slice();
         if more.len() < 8 {
             // Copied key by key into the inline buffer: `extend_from_slice`
-            // calls `memmove` and `memcpy` for a handful of keys.
+            // calls `memmove` and `memcpy` for a handful of keys, and so
+            // does a loop over `more` (a key is one word): seven checked
+            // stores instead.
             let mut buf = [Key::NONE; 8];
             buf[0] = channel.first;
-            for (to, from) in buf[1..].iter_mut().zip(more) {
-                *to = *from;
+            for i in 0..7 {
+                if i < more.len() {
+                    buf[1 + i] = more[i];
+                }
             }
             return SmallVec::from_buf_and_len(buf, 1 + more.len());
         }
