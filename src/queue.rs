@@ -43,48 +43,66 @@
 
 #![allow(unsafe_code)]
 
+use std::any::TypeId;
 use std::marker::PhantomData;
 use std::mem::{MaybeUninit, align_of, size_of};
 
-mod lent;
-pub(crate) use lent::Lent;
+mod envelope;
+use envelope::Boxed;
+pub(crate) use envelope::{Envelope, LOOK_AHEAD, LookAhead};
 
-/// Something queued that knows how to deliver itself to a context `C`.
-pub(crate) trait Envelope<C>: Sized + 'static {
-    /// Delivers the envelope (consumed).
-    fn deliver(self, ctx: &mut C);
+/// A message lent to its handlers, its type erased: a `&'a M` that can be
+/// had back only as a `&'a M`. Like `&dyn Any`, but the check is a compare
+/// with a constant, not a call through a vtable (a handler runs once per
+/// delivery). Two words, so it is passed in registers: the type is named
+/// by the function `TypeId::of::<M>`.
+#[derive(Clone, Copy)]
+pub(crate) struct Lent<'a> {
+    type_id: fn() -> TypeId,
+    message: *const (),
+    _borrow: PhantomData<&'a ()>,
+}
 
-    /// Whether [`hint`](Envelope::hint) has something to say: then the
-    /// queue hands it to the context some entries before this envelope's
-    /// delivery ([`LookAhead`]).
-    const HINTS: bool = false;
-
-    /// A word that tells the context what this envelope's delivery will
-    /// read (a destination's key, say), read while it waits in the queue.
+impl<'a> Lent<'a> {
+    /// Lends `message`.
     #[inline(always)]
-    fn hint(&self) -> u64 {
-        0
+    pub(crate) fn new<M: 'static>(message: &'a M) -> Lent<'a> {
+        Lent {
+            type_id: TypeId::of::<M>,
+            message: (message as *const M).cast(),
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The message, if it is an `M`.
+    #[inline(always)]
+    pub(crate) fn get<M: 'static>(self) -> Option<&'a M> {
+        // The same function (usually: one per type in the binary) returns
+        // the same `TypeId`; another one (a copy in another codegen unit)
+        // is asked, out of line, so that the caller keeps nothing across a
+        // call (the message's address comes back as the result).
+        let of_m: fn() -> TypeId = TypeId::of::<M>;
+        if !std::ptr::fn_addr_eq(self.type_id, of_m) {
+            return self.get_asked();
+        }
+        // SAFETY (lent): `message` came from a `&'a M'` in `new`, with
+        // `type_id` the function `TypeId::of::<M'>`, here `TypeId::of::<M>`
+        // (the same code gives the same value): so `M' == M` (both
+        // `'static`); the borrow lives for `'a`, which the returned
+        // reference does not outlive.
+        Some(unsafe { &*self.message.cast::<M>() })
+    }
+
+    /// [`get`](Self::get) by asking the lender's function for its `TypeId`.
+    #[cold]
+    #[inline(never)]
+    fn get_asked<M: 'static>(self) -> Option<&'a M> {
+        // SAFETY (lent): as in `get`, `type_id` (of `M'`) returned
+        // `TypeId::of::<M>()`, so `M' == M`.
+        ((self.type_id)() == TypeId::of::<M>()).then(|| unsafe { &*self.message.cast::<M>() })
     }
 }
 
-/// A context that looks ahead in its queue: [`Queue::look_ahead`] (which
-/// a delivery calls) gives it the [`hint`](Envelope::hint) of an entry [`LOOK_AHEAD`] entries (of
-/// three words) or fewer before that entry's delivery, once per entry, so
-/// that it can prefetch what the delivery will read. It gets a shared
-/// reference: it cannot change the queue.
-pub(crate) trait LookAhead {
-    /// The hint of an entry that waits behind the next to be delivered;
-    /// `false` to be given none of the other entries waiting now (the
-    /// context sees no use in it: entries whose deliveries walk its memory
-    /// in order, say, which the processor prefetches), only of those
-    /// pushed later.
-    fn look_ahead(&self, hint: u64) -> bool;
-}
-
-/// How far [`Queue::run_next`] looks ahead: entries of three words (a
-/// header and two keys: a user message of no more than 8 bytes' payload);
-/// larger ones count for more.
-pub(crate) const LOOK_AHEAD: usize = 8;
 const LOOK_WORDS: usize = 3 * LOOK_AHEAD;
 
 /// Asks the processor to bring the cache line of `value` in: a hint, which
@@ -208,15 +226,6 @@ unsafe fn drop_in_place<E>(payload: *mut Word) {
     // SAFETY: (layout) an initialized, aligned `E`; (ownership) the cursor
     // moved past it first, so it is dropped exactly once.
     unsafe { payload.cast::<E>().drop_in_place() }
-}
-
-/// An envelope aligned to more than a word, stored as a box.
-struct Boxed<E>(Box<E>);
-
-impl<C, E: Envelope<C>> Envelope<C> for Boxed<E> {
-    fn deliver(self, ctx: &mut C) {
-        (*self.0).deliver(ctx);
-    }
 }
 
 /// The FIFO queue of envelopes delivered to a context `C`.

@@ -5,6 +5,7 @@
 
 use super::*;
 use proptest::prelude::*;
+use std::any::TypeId;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -496,6 +497,33 @@ proptest! {
         drop(ctx);
         prop_assert_eq!(drops.get(), pushed);
     }
+}
+
+#[test]
+fn a_lent_message_comes_back_only_as_its_own_type() {
+    let text = String::from("hello");
+    let lent = Lent::new(&text);
+    assert_eq!(lent.get::<String>().map(String::as_str), Some("hello"));
+    assert!(lent.get::<&str>().is_none());
+    assert!(lent.get::<u64>().is_none());
+    let n = 7u8;
+    let lent = Lent::new(&n);
+    assert_eq!(lent.get::<u8>(), Some(&7));
+    assert!(lent.get::<i8>().is_none());
+    let unit = ();
+    assert!(Lent::new(&unit).get::<()>().is_some());
+    // The type named by another function than `TypeId::of::<M>` itself (as
+    // a copy of it in another codegen unit would be): its `TypeId` decides.
+    let copy = Lent {
+        type_id: || TypeId::of::<String>(),
+        ..Lent::new(&text)
+    };
+    assert!(!std::ptr::fn_addr_eq(
+        copy.type_id,
+        TypeId::of::<String> as fn() -> TypeId
+    ));
+    assert_eq!(copy.get::<String>().map(String::as_str), Some("hello"));
+    assert!(copy.get::<u64>().is_none());
 }
 
 /// An envelope of exactly `N` bytes (alignment 1), filled from its seed.
