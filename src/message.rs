@@ -92,6 +92,19 @@ impl<M> ResolvedEnvelope<M> {
 impl<M: Send + 'static> Envelope<Core> for ResolvedEnvelope<M> {
     #[inline(always)]
     fn deliver(self, core: &mut Core) {
+        self.deliver_looking::<false>(core);
+    }
+}
+
+impl<M: Send + 'static> ResolvedEnvelope<M> {
+    /// The delivery, after a look ahead at the next entries if `LOOK`
+    /// (a message among sends to many addresses, as a `UserEnvelope`'s:
+    /// an `EntityRef`'s).
+    #[inline(always)]
+    pub(crate) fn deliver_looking<const LOOK: bool>(self, core: &mut Core) {
+        if LOOK {
+            crate::queue::Queue::look_ahead(core, |core| &mut core.queue);
+        }
         let sub = Key::from_word(self.sub);
         if core.inspect.level == 0
             && let Some(handler) = core

@@ -250,3 +250,27 @@ fn a_ref_message_queued_behind_its_entitys_own_shutdown_reaches_its_next_instanc
     want.extend(got(3, 2, [2]));
     assert_eq!(f.at(20), want);
 }
+
+#[test]
+fn a_ref_s_messages_of_other_types_and_to_a_channel_that_gained_a_subscriber_reach_every_subscriber()
+ {
+    // The ref caches the route of the type of the send that looked the
+    // key up (`Reading`): the other type's messages, and `Reading`s once
+    // the entity has a second subscriber to it, are routed at delivery.
+    let mut f = Fixture::new(None, |s| s);
+    f.send(2, &[(F, N(0))]);
+    assert_eq!(f.at(0), got(2, 1, [0]));
+    let mixed = [(F, N(1)), (F, What::Echo(2)), (F, N(3)), (F, What::Echo(4))];
+    f.send(2, &mixed);
+    let mut want = got(2, 1, [1]);
+    want.push("(1) echo 2".into());
+    want.extend(got(2, 1, [3]));
+    want.push("(1) echo 4".into());
+    assert_eq!(f.at(1), want);
+    f.send(2, &[(F, What::Tap), (F, N(5)), (F, N(6))]);
+    let mut want = got(2, 1, [5]);
+    want.push("(1) tap 5".into());
+    want.extend(got(2, 1, [6]));
+    want.push("(1) tap 6".into());
+    assert_eq!(f.at(2), want);
+}

@@ -31,8 +31,9 @@ use crate::arena::Key;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
-use crate::message::UserEnvelope;
+use crate::message::ResolvedEnvelope;
 use crate::queue::Envelope;
+use std::any::TypeId;
 use std::cell::Cell;
 use std::fmt;
 use std::hash::Hash;
@@ -42,6 +43,11 @@ use std::rc::Rc;
 #[derive(Clone, Copy)]
 struct Cached {
     dest: Key,
+    /// The first subscription there to the type of the send that read
+    /// the table (`Routes::first_of`): the route its messages' deliveries
+    /// take while it is still the only one of its channel, for their type
+    /// (`ResolvedEnvelope`), without the address's slot.
+    route: Key,
     /// Unique to the locality too (`Local::version`).
     version: u64,
     /// The set's id in its locality (`Local`).
@@ -58,6 +64,7 @@ impl Cached {
     /// Nothing cached: the next send reads the hash table.
     const NONE: Cached = Cached {
         dest: Key::NONE,
+        route: Key::NONE,
         version: u64::MAX,
         set: u32::MAX,
         stamp: NO_STAMP,
@@ -158,6 +165,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
     fn to_entity<M>(&self, cached: Cached, sender: Key, message: M) -> ToEntity<M> {
         ToEntity {
             dest: cached.dest,
+            route: cached.route,
             sender,
             version: cached.version as u32,
             set: cached.set,
@@ -178,7 +186,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
         if !self.shared.open.get() || self.shared.locality.get() != ctx.core.id() {
             return Err(self.refused());
         }
-        let cached = self.look_up(ctx.core);
+        let cached = self.look_up(ctx.core, TypeId::of::<M>());
         if cached.dest.is_none() {
             ctx.core.enqueue(Routed {
                 shared: Rc::clone(&self.shared),
@@ -214,7 +222,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
     /// the next send: the version does not move when an entity starts).
     #[cold]
     #[inline(never)]
-    fn look_up(&self, core: &Core) -> Cached {
+    fn look_up(&self, core: &Core, type_id: TypeId) -> Cached {
         let shared = &*self.shared;
         let version = core.entities.version.get();
         let stamp = |idx| if shared.ordered.get() { idx } else { NO_STAMP };
@@ -224,6 +232,7 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
             {
                 Cached {
                     dest: live.dest,
+                    route: core.routes.first_of(live.dest, type_id),
                     version,
                     set: shared.id.get(),
                     stamp: stamp(idx),
@@ -244,6 +253,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> EntityRef<K> {
 /// meanwhile, the set's id. A word more than a direct send's envelope.
 struct ToEntity<M> {
     dest: Key,
+    /// The cached route (`Cached::route`).
+    route: Key,
     sender: Key,
     version: u32,
     set: u32,
@@ -264,19 +275,12 @@ impl<M: Send + 'static> Envelope<Core> for ToEntity<M> {
         if self.version != core.entities.version.get() as u32 {
             return stale(self, core);
         }
-        // A direct send's delivery (its slow paths shared with those).
-        let ToEntity {
-            dest,
-            sender,
-            message,
-            ..
-        } = self;
-        UserEnvelope {
-            dest,
-            sender,
-            message,
-        }
-        .deliver(core);
+        // A handler's send's delivery, with the route the handle cached
+        // (its slow paths shared with those), after a look ahead at the
+        // next entries as a direct send's (sends through many handles come
+        // in turn).
+        ResolvedEnvelope::new(self.route, self.dest, self.sender, self.message)
+            .deliver_looking::<true>(core);
     }
 }
 

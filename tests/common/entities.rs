@@ -19,6 +19,10 @@ pub struct Reading(pub u32);
 pub struct Leave;
 /// Makes the entity's handler panic.
 pub struct Boom;
+/// Logged as an echo of `.0` (a second message type).
+pub struct Echo(pub u32);
+/// Makes the entity subscribe a second handler to `Reading` (a tap).
+pub struct Tap;
 
 pub struct Device {
     pub instance: u32,
@@ -34,6 +38,14 @@ impl Actor for Device {
         });
         ctx.subscribe(|_: &mut Self, _: &Leave, ctx: &mut Context<'_, Self>| ctx.shutdown());
         ctx.subscribe(|_: &mut Self, _: &Boom, _: &mut Context<'_, Self>| panic!("boom"));
+        ctx.subscribe(|me: &mut Self, e: &Echo, _: &mut Context<'_, Self>| {
+            me.log.push(format!("({}) echo {}", me.instance, e.0));
+        });
+        ctx.subscribe(|_: &mut Self, _: &Tap, ctx: &mut Context<'_, Self>| {
+            ctx.subscribe(|me: &mut Self, r: &Reading, _: &mut Context<'_, Self>| {
+                me.log.push(format!("({}) tap {}", me.instance, r.0));
+            });
+        });
         if let Some(ms) = self.hold_init {
             ctx.acquire_resource(1);
             ctx.start_timer(Duration::from_millis(ms), |_: &mut Self, ctx, _| {
@@ -69,6 +81,8 @@ pub enum What {
     Reading(u32),
     Leave,
     Boom,
+    Echo(u32),
+    Tap,
 }
 
 /// Sends what it is told, for key `.0`, each message its own way; logs
@@ -112,6 +126,8 @@ impl Actor for Sender {
                     What::Reading(n) => send_via(me, ctx, s.0, via, Reading(n)),
                     What::Leave => send_via(me, ctx, s.0, via, Leave),
                     What::Boom => send_via(me, ctx, s.0, via, Boom),
+                    What::Echo(n) => send_via(me, ctx, s.0, via, Echo(n)),
+                    What::Tap => send_via(me, ctx, s.0, via, Tap),
                 };
                 if let Err(e) = sent {
                     me.log.push(format!("sender: {:?}", e.code()));
@@ -155,7 +171,9 @@ impl Fixture {
             })
             .route::<Reading>()
             .route::<Leave>()
-            .route::<Boom>(),
+            .route::<Boom>()
+            .route::<Echo>()
+            .route::<Tap>(),
         );
         let stats = set.stats();
         let router = set.router();
