@@ -110,10 +110,14 @@ impl fmt::Debug for Key {
 
 /// A map by [`Key`], hashed by a multiply and a rotate per word (keys are
 /// the crate's own, never an attacker's: no need for SipHash's cost).
-pub(crate) type KeyMap<V> =
-    std::collections::HashMap<Key, V, std::hash::BuildHasherDefault<KeyHasher>>;
+pub(crate) type KeyMap<V> = IdMap<Key, V>;
 
-/// The hasher of [`KeyMap`] (FxHash's step).
+/// A map by an id the crate makes (a [`Key`], a `RequestId`), hashed as
+/// [`KeyMap`] is.
+pub(crate) type IdMap<K, V> =
+    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<KeyHasher>>;
+
+/// The hasher of [`KeyMap`] and [`IdMap`] (FxHash's step).
 #[derive(Default)]
 pub(crate) struct KeyHasher(u64);
 

@@ -16,13 +16,13 @@
 //! (`ErrorCode::Panicked`), as a panic in a handler does.
 
 use crate::actor::Actor;
-use crate::arena::{Arena, Key};
+use crate::arena::{Arena, Key, KeyMap};
 use crate::context::Context;
 use crate::locality::Core;
 use crate::locality::shared::LocalityShared;
 use crate::message::UserEnvelope;
 use smallvec::SmallVec;
-use std::collections::HashMap;
+
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -129,7 +129,7 @@ struct Slot {
 
 struct Table {
     slots: Arena<Slot>,
-    by_actor: HashMap<Key, SmallVec<[Key; 2]>>,
+    by_actor: KeyMap<SmallVec<[Key; 2]>>,
     ready: Arc<Ready>,
     /// The ready keys being polled (kept for its allocation).
     polling: Vec<Key>,
@@ -144,7 +144,7 @@ impl Futures {
         self.0.get_or_insert_with(|| {
             Box::new(Table {
                 slots: Arena::default(),
-                by_actor: HashMap::new(),
+                by_actor: KeyMap::default(),
                 ready: Arc::new(Ready {
                     any: AtomicBool::new(false),
                     keys: Mutex::new(Vec::new()),

@@ -12,7 +12,7 @@
 //! Lines go to `tracing` (target `commutator::delivery`, level INFO) when a
 //! subscriber is installed, to stderr otherwise, or to a sink of the user's.
 
-use crate::arena::Key;
+use crate::arena::{Key, KeyMap};
 use crate::error::ErrorCode;
 use crate::lifecycle::SystemMsg;
 use crate::locality::Core;
@@ -43,7 +43,7 @@ pub(crate) struct Inspect {
     pub(crate) level: u8,
     sink: Sink,
     /// Names of removed addresses, so drops to them stay readable.
-    gone: HashMap<Key, String>,
+    gone: KeyMap<String>,
     /// Message types whose payload is printed, and how.
     pub(crate) printers: HashMap<std::any::TypeId, Printer>,
 }
@@ -62,7 +62,7 @@ impl Inspect {
         Inspect {
             level,
             sink: Sink::Auto,
-            gone: HashMap::new(),
+            gone: KeyMap::default(),
             printers: HashMap::new(),
         }
     }

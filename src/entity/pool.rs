@@ -10,12 +10,13 @@ use super::watch::ChildEvent;
 use super::{StatsHandle, make_supervisor};
 use crate::actor::Actor;
 use crate::address::Address;
+use crate::arena::IdMap;
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::LocalityHandle;
 use crate::request::{CancelRequest, Request, RequestId, RequestMsg};
 use crate::supervisor::restart::RestartPolicy;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -151,7 +152,7 @@ pub struct Pool<W: Actor> {
     next: usize,
     /// Workers expected: initializing, or waiting for a restart.
     starting: usize,
-    in_flight: HashMap<RequestId, Flight>,
+    in_flight: IdMap<RequestId, Flight>,
     pending: VecDeque<Box<dyn Job<W>>>,
     closing: bool,
     stats: StatsHandle<PoolStats>,
@@ -194,7 +195,7 @@ impl<W: Actor> Pool<W> {
             workers: Vec::new(),
             next: 0,
             starting: 0,
-            in_flight: HashMap::new(),
+            in_flight: IdMap::default(),
             pending: VecDeque::new(),
             closing: false,
             stats: StatsHandle::default(),

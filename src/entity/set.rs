@@ -18,14 +18,14 @@ use super::settings::{ChildSettings, child_settings_methods};
 use super::table::Table;
 use super::{Keyed, StatsHandle, deliver_now, make_supervisor};
 use crate::actor::{Actor, ActorState};
-use crate::arena::Key;
+use crate::arena::{IdMap, Key, KeyMap};
 use crate::context::Context;
 use crate::error::{Error, ErrorCode, Result};
 use crate::locality::Core;
 use crate::request::{CancelRequest, Request, RequestId, RequestMsg};
 use crate::supervisor::restart::RestartPolicy;
 use crate::timer::TimerId;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt::{self, Display};
 use std::hash::Hash;
 use std::rc::Rc;
@@ -129,7 +129,7 @@ where
     by_slot: Vec<u32>,
     /// The entity of each instance, from its making until it is down (an
     /// entity ref's message that was stale at delivery names its instance).
-    by_address: HashMap<Key, u32>,
+    by_address: KeyMap<u32>,
     waiting: VecDeque<u32>,
     live: usize,
     stopping: usize,
@@ -142,7 +142,7 @@ where
     closing: bool,
     /// Requests the set routed and that are not settled yet, by id: where
     /// a `CancelRequest` for them goes.
-    asked: HashMap<RequestId, Asking<K>>,
+    asked: IdMap<RequestId, Asking<K>>,
     /// What the set's routers read.
     shared: Rc<Shared<K>>,
     stats: StatsHandle<EntityStats>,
@@ -184,7 +184,7 @@ where
             name: String::new(),
             table,
             by_slot: Vec::new(),
-            by_address: HashMap::new(),
+            by_address: KeyMap::default(),
             waiting: VecDeque::new(),
             live: 0,
             stopping: 0,
@@ -193,7 +193,7 @@ where
             ordered: false,
             granularity: Duration::ZERO,
             closing: false,
-            asked: HashMap::new(),
+            asked: IdMap::default(),
             shared,
             stats: StatsHandle::default(),
         }
@@ -581,8 +581,8 @@ where
     fn shutdown_finish(&mut self, _: &mut Context<'_, Self>) {
         self.table.clear();
         self.by_slot = Vec::new();
-        self.by_address = HashMap::new();
-        self.asked = HashMap::new();
+        self.by_address = KeyMap::default();
+        self.asked = IdMap::default();
         self.live = 0;
         self.stopping = 0;
         self.publish();
