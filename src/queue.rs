@@ -245,9 +245,6 @@ pub(crate) struct Queue<C: 'static> {
     /// The most words the buffer had to grow to hold since the queue was
     /// last found empty (`shrink_while_busy`).
     grown: usize,
-    /// Words moved to the start so far (`make_room`), for the tests.
-    #[cfg(test)]
-    moved: usize,
     _ctx: PhantomData<fn(&mut C)>,
     /// The envelopes need not be `Send` or `Sync` (an `Rc` in a message, an
     /// actor's cell in a handler's closure): neither is the queue.
@@ -262,8 +259,6 @@ impl<C: 'static> Default for Queue<C> {
             ahead: 0,
             burst: 0,
             grown: 0,
-            #[cfg(test)]
-            moved: 0,
             _ctx: PhantomData,
             _not_send: PhantomData,
         }

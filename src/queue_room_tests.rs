@@ -137,46 +137,6 @@ fn a_feeder_s_turns_do_not_make_the_buffer_shrink_and_grow_again() {
     assert_eq!(drops.get() as u64, id);
 }
 
-#[test]
-fn a_feeder_s_turns_are_not_copied_again_and_again_when_the_buffer_fills() {
-    // As above, with turns of 1,000 entries of five words, and the buffer
-    // made to fill in the middle of a turn: each move would copy what the
-    // turn pushed so far (e2_ordered_ref copied half a turn per turn). The
-    // buffer grows instead, to four times what waits at a move, so the
-    // moves copy a third of a word per word pushed at most.
-    let drops = Rc::new(Cell::new(0));
-    let mut ctx = Ctx::default();
-    let mut id = 0;
-    let mut pushed = 0;
-    for turn in 0..2_000 {
-        if turn > 0 {
-            assert!(Queue::run_next(&mut ctx, queue)); // the tick
-        }
-        // Turns of 1,000 entries, and every seventh one of 1,600, so that
-        // the buffer fills at varying points of a turn.
-        let n = if turn % 7 == 3 { 1_600 } else { 1_000 };
-        for _ in 0..n {
-            ctx.queue.push(env(id, id, &drops));
-            id += 1;
-        }
-        ctx.queue.push(env(id, id, &drops));
-        id += 1;
-        pushed += (n + 1) * 5;
-        for _ in 0..n {
-            assert!(Queue::run_next(&mut ctx, queue));
-        }
-    }
-    let moved = ctx.queue.moved;
-    assert!(
-        3 * moved <= pushed,
-        "{moved} words moved for {pushed} pushed"
-    );
-    run_all(&mut ctx);
-    let expected: Vec<u64> = (0..id).collect();
-    assert_eq!(ctx.delivered, expected);
-    assert_eq!(drops.get() as u64, id);
-}
-
 /// Passes itself on `left` more times, as in a ping-pong: one envelope
 /// waits at a time, pushed from inside the delivery of the one before.
 struct Relay {
