@@ -127,22 +127,20 @@ impl Labels {
             None => self.refill(locality),
         };
         debug_assert!(Arc::ptr_eq(&label.locality, locality), "one pool per core");
+        let actor = match Short::new(&name) {
+            Some(short) => ActorName::Short(short),
+            None => ActorName::Own(Cow::Owned(name)),
+        };
         match Arc::get_mut(&mut label) {
             Some(blank) => {
                 blank.seq = seq;
-                match &mut blank.actor {
-                    ActorName::Own(Cow::Owned(text)) if text.capacity() >= name.len() => {
-                        text.clear();
-                        text.push_str(&name);
-                    }
-                    other => *other = ActorName::Own(Cow::Owned(name)),
-                }
+                blank.actor = actor;
                 label
             }
             // Spare labels are never shared; should one be, a new one does.
             None => Arc::new(Labelled {
                 locality: locality.clone(),
-                actor: ActorName::Own(Cow::Owned(name)),
+                actor,
                 seq,
                 identity: None,
             }),
@@ -155,7 +153,7 @@ impl Labels {
         let blank = || {
             Arc::new(Labelled {
                 locality: locality.clone(),
-                actor: ActorName::Own(Cow::Owned(String::with_capacity(Self::NAME))),
+                actor: ActorName::Short(Short::EMPTY),
                 seq: 0,
                 identity: None,
             })
@@ -171,6 +169,38 @@ impl Labels {
 enum ActorName {
     Interned(NameId),
     Own(Cow<'static, str>),
+    /// A name of [`Labels::NAME`] bytes at most, in the label itself.
+    Short(Short),
+}
+
+/// A short name kept in place (a label's: no allocation of its own).
+#[derive(Clone)]
+struct Short {
+    len: u8,
+    bytes: [u8; Labels::NAME],
+}
+
+impl Short {
+    const EMPTY: Short = Short {
+        len: 0,
+        bytes: [0; Labels::NAME],
+    };
+
+    /// `name`, if it fits.
+    fn new(name: &str) -> Option<Short> {
+        let len = u8::try_from(name.len())
+            .ok()
+            .filter(|&n| usize::from(n) <= Labels::NAME)?;
+        let mut short = Short::EMPTY;
+        short.bytes[..name.len()].copy_from_slice(name.as_bytes());
+        short.len = len;
+        Some(short)
+    }
+
+    fn as_str(&self) -> &str {
+        // Copied whole from a `&str`: valid UTF-8.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
 }
 
 impl Address {
@@ -243,6 +273,7 @@ impl Address {
             Repr::Labelled { label: l, .. } => match &l.actor {
                 ActorName::Interned(id) => ActorName::Interned(*id),
                 ActorName::Own(text) => ActorName::Own(text.clone()),
+                ActorName::Short(short) => ActorName::Short(short.clone()),
             },
         };
         let locality = owner.locality().clone();
@@ -390,6 +421,7 @@ impl Address {
             Repr::Labelled { label: l, .. } => match &l.actor {
                 ActorName::Interned(id) => interned(&l.locality, *id),
                 ActorName::Own(text) => text,
+                ActorName::Short(short) => short.as_str(),
             },
         }
     }
