@@ -188,12 +188,12 @@ impl Short {
 
     /// `name`, if it fits.
     fn new(name: &str) -> Option<Short> {
-        let len = u8::try_from(name.len())
-            .ok()
-            .filter(|&n| usize::from(n) <= Labels::NAME)?;
         let mut short = Short::EMPTY;
-        short.bytes[..name.len()].copy_from_slice(name.as_bytes());
-        short.len = len;
+        short
+            .bytes
+            .get_mut(..name.len())?
+            .copy_from_slice(name.as_bytes());
+        short.len = name.len() as u8; // at most `Labels::NAME`
         Some(short)
     }
 

@@ -22,7 +22,6 @@ use crate::locality::Core;
 use crate::locality::shared::LocalityShared;
 use crate::message::UserEnvelope;
 use smallvec::SmallVec;
-
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
