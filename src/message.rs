@@ -30,7 +30,7 @@ impl<M: Send + 'static> Envelope<Core> for UserEnvelope<M> {
     fn deliver(self, core: &mut Core) {
         // Sends to many addresses come as user messages: look ahead at
         // the next ones (`Queue::look_ahead`).
-        crate::queue::Queue::look_ahead(core, |core| &mut core.queue);
+        crate::queue::Queue::look_ahead(core);
         // The common case (one subscriber, inspection off) here; the rest
         // out of line, so that this path saves few registers.
         let Some((sub, handler)) = crate::subscription::single::<M>(core, self.dest) else {
@@ -103,7 +103,7 @@ impl<M: Send + 'static> ResolvedEnvelope<M> {
     #[inline(always)]
     pub(crate) fn deliver_looking<const LOOK: bool>(self, core: &mut Core) {
         if LOOK {
-            crate::queue::Queue::look_ahead(core, |core| &mut core.queue);
+            crate::queue::Queue::look_ahead(core);
         }
         let sub = Key::from_word(self.sub);
         if core.inspect.level == 0

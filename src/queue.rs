@@ -7,23 +7,36 @@
 //! aligned to more than 8 bytes is boxed (one allocation) and its box stored
 //! instead.
 //!
-//! `push` appends at the end; `run_next` takes the entry at the read cursor.
-//! When the buffer is full, both go back to the start if the queue is empty,
-//! else the waiting entries are moved to the start before it grows, so it
-//! never grows for entries already gone; when `run_next` finds the queue
-//! empty, both go back to the start too. After a burst, a buffer whose last
-//! use (since it was last found empty) took less than a quarter of it gives
-//! half of it back, when it is found empty; and one that never empties
-//! gives half back when the entries move to the start, if its use since the
-//! last move took less than an eighth of it and it has not grown since it
-//! was last found empty.
+//! The buffer is a ring: `push` writes at `write`, `run_next` takes the
+//! entry at `read`. An entry is never split at the buffer's end: when one
+//! does not fit there, the writer goes back to the start if the reader has
+//! left room before itself (the ring is then *wrapped*: the entries run
+//! from `read` to `end`, then from the start to `write`), else the buffer
+//! grows (to twice its size at least), its waiting entries copied to the
+//! start of the new one, in order. A wrapped ring's entries from `read`
+//! end with a `Wrap` entry, whose delivery sends the reader to the start:
+//! the reader has no check of its own to make. So a waiting entry is copied only when
+//! the buffer grows, however long the queue stays busy. When the queue is
+//! found empty, both cursors go back to the start. After a burst, a buffer
+//! whose last use (since it was last found empty) took less than a quarter
+//! of it gives half of it back, when it is found empty; and one that never
+//! empties gives half back when the writer would go back to the start, if
+//! its use since it last did took less than an eighth of it and it has not
+//! grown since it was last found empty (`room.rs`).
 //!
 //! This is the crate's only `unsafe` module. The invariants:
 //!
-//! - **(layout)** The words from `read` to `words.len()` are a sequence of
-//!   entries; each starts with a `&'static VTable<C>` made for its envelope
-//!   type `E`, followed by `VTable::words - 1` words holding an initialized
-//!   `E`, with `align_of::<E>() <= 8`. Words before `read` hold nothing.
+//! - **(layout)** The waiting words are `read..write` when the ring is not
+//!   wrapped (`end == UNWRAPPED`, `read <= write`); when it is
+//!   (`write < read <= end < buf.len()`), they are `read..end`, then a
+//!   `Wrap` entry at `end`, then `0..write`. They are a sequence of
+//!   entries, none crossing the end of a stretch. Each starts with a
+//!   `&'static VTable<C>` made for its envelope type `E`, followed by
+//!   `VTable::words - 1` words holding an initialized `E`, with
+//!   `align_of::<E>() <= 8`. Other words hold nothing. `limit` is below
+//!   `buf.len()` (the last word is kept for a `Wrap` entry), and, wrapped,
+//!   below `read`: a push that ends at `limit` or before stays clear of
+//!   both.
 //! - **(ownership)** An entry's envelope is owned by the queue until the
 //!   cursor moves past it; the cursor moves *before* the envelope is read
 //!   out (to be delivered or dropped), so a panic while delivering or dropping
@@ -32,9 +45,10 @@
 //!   used to move the envelope out, and forgotten before the envelope's
 //!   `deliver` (the only way to reach user code or the owner of the queue)
 //!   runs; so the delivery may push (and grow or move the buffer) freely.
-//! - **(look-ahead)** `ahead <= words.len()`, and if `ahead >= read` it
-//!   is the start of an entry or `words.len()` (it moves by whole entries
-//!   from `read`, and with the words when they move). Hints are read in place from entries past the front, through a
+//! - **(look-ahead)** If `ahead >= read`, it is the start of an entry of
+//!   the reader's stretch or that stretch's end (`write`, or wrapped,
+//!   `end`): it moves by whole entries from `read`, goes back to the start
+//!   with the reader, and moves with the words when the buffer grows. Hints are read in place from entries past the front, through a
 //!   shared reference, while nothing else runs: the context is given the
 //!   hint (a copy) after the read, and only `&C`.
 //! - **(lent)** A [`Lent`] is a `&'a M` with its type erased: it records
@@ -50,7 +64,7 @@ use std::mem::{MaybeUninit, align_of, size_of};
 mod envelope;
 mod room;
 use envelope::Boxed;
-pub(crate) use envelope::{Envelope, LOOK_AHEAD, LookAhead};
+pub(crate) use envelope::{Envelope, LOOK_AHEAD, LookAhead, Owner};
 
 /// A message lent to its handlers, its type erased: a `&'a M` that can be
 /// had back only as a `&'a M`. Like `&dyn Any`, but the check is a compare
@@ -139,7 +153,7 @@ struct VTable<C> {
 
 struct Table<C, E>(PhantomData<fn(C, E)>);
 
-impl<C: 'static, E: Envelope<C>> Table<C, E> {
+impl<C: Owner, E: Envelope<C>> Table<C, E> {
     const VTABLE: &'static VTable<C> = &VTable {
         deliver: deliver::<C, E>,
         drop: drop_in_place::<E>,
@@ -229,43 +243,86 @@ unsafe fn drop_in_place<E>(payload: *mut Word) {
     unsafe { payload.cast::<E>().drop_in_place() }
 }
 
+/// `Queue::end` of a ring that is not wrapped.
+const UNWRAPPED: usize = usize::MAX;
+
+/// The entry that ends the back stretch of a wrapped ring (at `end`): its
+/// delivery sends the reader to the start of the buffer and delivers the
+/// entry there (there is one: the ring wraps for a push). So the reader's
+/// way through the ring is the same code as through a buffer: no check of
+/// its own per entry.
+struct Wrap;
+
+impl<C: Owner> Envelope<C> for Wrap {
+    fn deliver(self, ctx: &mut C) {
+        ctx.queue().unwrap_reader();
+        let delivered = Queue::run_next(ctx);
+        debug_assert!(delivered, "the ring wrapped for a push");
+    }
+}
+
 /// The FIFO queue of envelopes delivered to a context `C`.
-pub(crate) struct Queue<C: 'static> {
-    /// Entries from `read` to the end.
-    words: Vec<Word>,
+///
+/// `repr(C)`, so that what a push and a delivery read (the buffer's
+/// address, `read`, `write`, `limit`) shares one cache line whatever the
+/// compiler would do: w1 ran 4 % slower with them spread.
+#[repr(C)]
+pub(crate) struct Queue<C: Owner> {
+    /// The ring (every word of it usable).
+    buf: Box<[Word]>,
+    /// The oldest entry.
     read: usize,
+    /// Where the next entry goes.
+    write: usize,
+    /// A push whose entry ends at or before this needs no room made:
+    /// below the buffer's length (its last word is kept for a `Wrap`
+    /// entry), or wrapped, below `read` as last seen (the reader only
+    /// moves away from it).
+    limit: usize,
     /// The next entry to look ahead at (see [`LookAhead`]), when at or
-    /// past `read`; otherwise behind, and moved up first. At the end: no
-    /// look-ahead until more entries come.
+    /// past `read`; otherwise behind, and moved up first. At the end of the
+    /// reader's stretch: no look-ahead until more entries come.
     ahead: usize,
+    /// Wrapped: where the entries from `read` end, and a `Wrap` entry
+    /// sends the reader to the start (the others are from the start to
+    /// `write`). Else [`UNWRAPPED`].
+    end: usize,
     /// The most words used since the queue was last found empty or its
-    /// waiting entries last moved to the start (as seen when the buffer
-    /// was full, or found empty).
+    /// writer last went back to the start (as seen when the buffer was
+    /// full at its end, or found empty).
     burst: usize,
     /// The most words the buffer had to grow to hold since the queue was
     /// last found empty (`shrink_while_busy`).
     grown: usize,
+    /// Words copied by growing or shrinking so far (for the tests).
+    #[cfg(test)]
+    copied: usize,
     _ctx: PhantomData<fn(&mut C)>,
     /// The envelopes need not be `Send` or `Sync` (an `Rc` in a message, an
     /// actor's cell in a handler's closure): neither is the queue.
     _not_send: PhantomData<*const ()>,
 }
 
-impl<C: 'static> Default for Queue<C> {
+impl<C: Owner> Default for Queue<C> {
     fn default() -> Self {
         Queue {
-            words: Vec::new(),
+            buf: Box::default(),
             read: 0,
+            write: 0,
+            end: UNWRAPPED,
+            limit: 0,
             ahead: 0,
             burst: 0,
             grown: 0,
+            #[cfg(test)]
+            copied: 0,
             _ctx: PhantomData,
             _not_send: PhantomData,
         }
     }
 }
 
-impl<C: 'static> Queue<C> {
+impl<C: Owner> Queue<C> {
     /// Appends an envelope at the back of the FIFO.
     #[inline]
     pub(crate) fn push<E: Envelope<C>>(&mut self, envelope: E) {
@@ -281,8 +338,7 @@ impl<C: 'static> Queue<C> {
     /// makes no call (`make_room`) and keeps nothing across one.
     #[inline(always)]
     pub(crate) fn has_room<E: Envelope<C>>(&self) -> bool {
-        align_of::<E>() > WORD
-            || self.words.len() + Table::<C, E>::VTABLE.words <= self.words.capacity()
+        align_of::<E>() > WORD || self.write + Table::<C, E>::VTABLE.words <= self.limit
     }
 
     #[inline]
@@ -292,24 +348,53 @@ impl<C: 'static> Queue<C> {
             "over-aligned envelopes are boxed by `push`"
         );
         let vtable = Table::<C, E>::VTABLE;
-        // `len + words` cannot overflow (`len <= capacity <= isize::MAX`,
-        // `words` is small); written so, the check is one add and one
-        // compare against the capacity, not a subtraction too.
-        if self.words.len() + vtable.words > self.words.capacity() {
+        // `write + words` cannot overflow (`write <= buf.len() <=
+        // isize::MAX`, `words` is small); written so, the check is one add
+        // and one compare, not a subtraction too.
+        if self.write + vtable.words > self.limit {
             self.make_room(vtable.words);
         }
-        let at = self.words.len();
-        // SAFETY: `make_room` (or the capacity check) left room for
-        // `vtable.words` words from `at`; the header word and the envelope's
-        // words are written before `set_len` takes them in, so (layout) holds
-        // for the new entry: a header for `E`, then an `E` at an 8-aligned
+        let at = self.write;
+        // SAFETY: `make_room` (or the check against `limit`) left room for
+        // `vtable.words` words from `at`, inside the buffer and, wrapped,
+        // before `read` (layout); the header word and the envelope's words
+        // are written before `write` takes them in, so (layout) holds for
+        // the new entry: a header for `E`, then an `E` at an 8-aligned
         // address (the buffer's words are 8-aligned and `align_of::<E>() <=
         // 8`, asserted above; the assert is decided at compile time).
         unsafe {
-            let base = self.words.as_mut_ptr().add(at);
+            let base = self.buf.as_mut_ptr().add(at);
             base.cast::<&'static VTable<C>>().write(vtable);
             base.add(1).cast::<E>().write(envelope);
-            self.words.set_len(at + vtable.words);
+        }
+        self.write = at + vtable.words;
+    }
+
+    /// Ends the back stretch at `write` with a [`Wrap`] entry, and sends
+    /// the writer to the start of the buffer, with room up to the reader
+    /// (`read` is past the room needed: the caller checked).
+    pub(super) fn wrap_writer(&mut self) {
+        assert!(self.write < self.buf.len() && self.read > 0);
+        // SAFETY: `write < buf.len()` (asserted: a not wrapped ring keeps
+        // its last word free, see `limit`), so the header word of a `Wrap`
+        // entry (one word: the envelope is zero-sized) fits there (layout).
+        unsafe {
+            let base = self.buf.as_mut_ptr().add(self.write);
+            base.cast::<&'static VTable<C>>()
+                .write(Table::<C, Wrap>::VTABLE);
+        }
+        self.end = self.write;
+        self.write = 0;
+        self.limit = self.read - 1;
+    }
+
+    /// The end of the stretch the reader is in: `write`, or wrapped, `end`.
+    #[inline(always)]
+    fn stretch_end(&self) -> usize {
+        if self.read <= self.write {
+            self.write
+        } else {
+            self.end
         }
     }
 
@@ -321,13 +406,14 @@ impl<C: 'static> Queue<C> {
     /// The cursor is not moved back to the start when the queue empties
     /// (that would cost a few instructions per message where one message at
     /// a time waits): pushes go on after it, until `make_room` finds the
-    /// queue empty (or moves what waits) at the end of the buffer, or the
-    /// queue is found empty here.
+    /// queue empty at the end of the buffer, or the queue is found empty
+    /// here.
     #[inline]
     fn take_front(&mut self) -> Option<(&'static VTable<C>, *mut Word)> {
-        if self.read == self.words.len() {
-            // Empty, and no pointer into the buffer is live: start again
-            // from the beginning, and give memory back after a burst.
+        if self.read == self.write {
+            // Empty (wrapped, `write < read`), and no pointer into the
+            // buffer is live: start again from the beginning, and give
+            // memory back after a burst.
             self.found_empty();
             return None;
         }
@@ -335,7 +421,7 @@ impl<C: 'static> Queue<C> {
         // entry: its first word is the header written by `push_inline`, and
         // the entry's words lie within the buffer.
         let (vtable, payload) = unsafe {
-            let base = self.words.as_mut_ptr().add(self.read);
+            let base = self.buf.as_mut_ptr().add(self.read);
             let vtable = base.cast::<&'static VTable<C>>().read();
             (vtable, base.add(1))
         };
@@ -343,11 +429,11 @@ impl<C: 'static> Queue<C> {
         Some((vtable, payload))
     }
 
-    /// Delivers the oldest entry to `ctx`, which owns this queue (`queue`
-    /// finds it there). `false` if the queue was empty.
+    /// Delivers the oldest entry to `ctx`, which owns this queue. `false`
+    /// if the queue was empty.
     #[inline]
-    pub(crate) fn run_next(ctx: &mut C, queue: fn(&mut C) -> &mut Queue<C>) -> bool {
-        let Some((vtable, payload)) = queue(ctx).take_front() else {
+    pub(crate) fn run_next(ctx: &mut C) -> bool {
+        let Some((vtable, payload)) = ctx.queue().take_front() else {
             return false;
         };
         // SAFETY: `payload` holds the initialized envelope of the entry just
@@ -368,13 +454,13 @@ impl<C: 'static> Queue<C> {
     /// many places (a user message's), so that the others (a ping-pong's
     /// routed messages, the system's) pay nothing.
     #[inline(always)]
-    pub(crate) fn look_ahead(ctx: &mut C, queue: fn(&mut C) -> &mut Queue<C>)
+    pub(crate) fn look_ahead(ctx: &mut C)
     where
         C: LookAhead,
     {
-        let q = queue(ctx);
-        if q.read < q.words.len() && q.ahead < q.words.len() {
-            Self::look(ctx, queue);
+        let q = ctx.queue();
+        if q.read != q.write && q.ahead < q.stretch_end() {
+            Self::look(ctx);
         }
     }
 
@@ -384,19 +470,19 @@ impl<C: 'static> Queue<C> {
     /// the queue already, and `ctx` is given only `&C`: nothing else
     /// touches the queue meanwhile (look-ahead).
     #[inline(never)]
-    fn look(ctx: &mut C, queue: fn(&mut C) -> &mut Queue<C>)
+    fn look(ctx: &mut C)
     where
         C: LookAhead,
     {
         for _ in 0..2 {
-            let q = queue(ctx);
+            let q = ctx.queue();
             let Some((hint, filling)) = q.next_hint() else {
                 return;
             };
             if !ctx.look_ahead(hint) {
                 // Every entry waiting now counts as looked at.
-                let q = queue(ctx);
-                q.ahead = q.words.len();
+                let q = ctx.queue();
+                q.ahead = q.stretch_end();
                 return;
             }
             if !filling {
@@ -409,28 +495,31 @@ impl<C: 'static> Queue<C> {
     /// `read` if behind it) if it starts within [`LOOK_WORDS`] words of
     /// `read`, and whether the window has room after it (it is filling);
     /// `None` for an entry without a hint, which ends the look at the
-    /// entries waiting now.
+    /// entries waiting now. Wrapped, the look stops at the `Wrap` entry,
+    /// and goes on at the start with the reader (the first entry there is
+    /// delivered before any look sees it).
     #[inline(always)]
     fn next_hint(&mut self) -> Option<(u64, bool)> {
         let at = self.ahead.max(self.read);
-        if at >= self.words.len() || at >= self.read + LOOK_WORDS {
+        let stretch_end = self.stretch_end();
+        if at >= stretch_end || at >= self.read + LOOK_WORDS {
             return None;
         }
-        // SAFETY: (look-ahead) `at`, at or past `read` and before the end,
-        // is the start of an entry (layout).
+        // SAFETY: (look-ahead) `at`, at or past `read` and before the end of
+        // the reader's stretch, is the start of an entry (layout).
         let vtable = unsafe { self.header(at) };
         self.ahead = at + vtable.words;
         let Some(hint) = vtable.hint else {
             // An entry without a hint (a system message, say): none of
             // the entries waiting now are looked at.
-            self.ahead = self.words.len();
+            self.ahead = stretch_end;
             return None;
         };
         let filling = self.ahead < self.read + LOOK_WORDS;
         // SAFETY: (layout) the entry's envelope follows its header,
         // initialized and owned by the queue (past the cursor); it is read
         // in place, and nothing else touches the queue during the call.
-        Some((unsafe { hint(self.words.as_ptr().add(at + 1)) }, filling))
+        Some((unsafe { hint(self.buf.as_ptr().add(at + 1)) }, filling))
     }
 
     /// The table of the entry at word `at`.
@@ -442,7 +531,7 @@ impl<C: 'static> Queue<C> {
         // SAFETY: the caller's: the first word of an entry is its header,
         // written by `push_inline`.
         unsafe {
-            self.words
+            self.buf
                 .as_ptr()
                 .add(at)
                 .cast::<&'static VTable<C>>()
@@ -453,50 +542,53 @@ impl<C: 'static> Queue<C> {
     /// Entries waiting (counted by walking them: for reports, not for the
     /// hot path).
     pub(crate) fn len(&self) -> usize {
-        let mut at = self.read;
         let mut n = 0;
-        while at < self.words.len() {
-            // SAFETY: (layout) `at` is the start of an entry (the cursor, or
-            // the end of the previous entry), whose first word is its header.
-            let vtable = unsafe {
-                self.words
-                    .as_ptr()
-                    .add(at)
-                    .cast::<&'static VTable<C>>()
-                    .read()
-            };
-            at += vtable.words;
-            n += 1;
+        for stretch in self.stretches() {
+            let mut at = stretch.start;
+            while at < stretch.end {
+                // SAFETY: (layout) `at` is the start of an entry (the
+                // stretch's start, or the end of the previous entry).
+                at += unsafe { self.header(at) }.words;
+                n += 1;
+            }
         }
         n
     }
 
     /// `true` if nothing is waiting.
     pub(crate) fn is_empty(&self) -> bool {
-        self.read == self.words.len()
+        self.read == self.write
     }
 
     /// Drops every waiting envelope, oldest first, and frees the buffer.
     /// If a drop panics, the rest stay queued (and are dropped with the queue).
     pub(crate) fn clear(&mut self) {
-        while let Some((vtable, payload)) = self.take_front() {
+        loop {
+            if self.read == self.end {
+                // The `Wrap` entry: nothing to drop.
+                self.unwrap_reader();
+            }
+            let Some((vtable, payload)) = self.take_front() else {
+                break;
+            };
             // SAFETY: as in `run_next`: an initialized envelope, given up by
             // the queue; dropped once, and the pointer is not kept (the
             // buffer is not touched until the next `take_front`).
             unsafe { (vtable.drop)(payload) };
         }
-        self.words = Vec::new();
-        self.ahead = 0;
+        // Empty: `take_front` put both cursors at the start.
+        self.buf = Box::default();
+        self.limit = self.free_limit();
     }
 
     /// Bytes held by the buffer (for size reports).
     #[cfg(test)]
     pub(crate) fn capacity_bytes(&self) -> usize {
-        self.words.capacity() * WORD
+        self.buf.len() * WORD
     }
 }
 
-impl<C: 'static> Drop for Queue<C> {
+impl<C: Owner> Drop for Queue<C> {
     fn drop(&mut self) {
         self.clear();
     }

@@ -21,8 +21,10 @@ struct Ctx {
     echo: Vec<u64>,
 }
 
-fn queue(ctx: &mut Ctx) -> &mut Queue<Ctx> {
-    &mut ctx.queue
+impl Owner for Ctx {
+    fn queue(&mut self) -> &mut Queue<Ctx> {
+        &mut self.queue
+    }
 }
 
 /// Counts its drops in a shared counter.
@@ -79,7 +81,7 @@ struct Aligned16(u128);
 
 fn run_all(ctx: &mut Ctx) -> usize {
     let mut n = 0;
-    while Queue::run_next(ctx, queue) {
+    while Queue::run_next(ctx) {
         n += 1;
     }
     n
@@ -116,7 +118,12 @@ fn the_queue_is_neither_send_nor_sync() {
     }
     impl<T: ?Sized> AmbiguousIfSync<()> for T {}
     impl<T: ?Sized + Sync> AmbiguousIfSync<u8> for T {}
-    struct SendCtx;
+    struct SendCtx(Queue<SendCtx>);
+    impl Owner for SendCtx {
+        fn queue(&mut self) -> &mut Queue<SendCtx> {
+            &mut self.0
+        }
+    }
     // These resolve only if `Queue<SendCtx>` is neither `Send` nor `Sync`
     // (otherwise the calls are ambiguous and this does not compile).
     <Queue<SendCtx> as AmbiguousIfSend<_>>::some_item();
@@ -135,7 +142,7 @@ fn zero_sized_envelopes_take_one_word_each() {
     for _ in 0..100 {
         ctx.queue.push(Zst);
     }
-    assert_eq!(ctx.queue.words.len(), 100);
+    assert_eq!(ctx.queue.write, 100);
     assert_eq!(run_all(&mut ctx), 100);
 }
 
@@ -147,8 +154,8 @@ fn clear_drops_what_waits_behind_the_cursor_and_after_a_move() {
         ctx.queue.push(env(id, vec![id; 3], &drops));
     }
     // Two delivered: the cursor is past the start; two more are pushed.
-    assert!(Queue::run_next(&mut ctx, queue));
-    assert!(Queue::run_next(&mut ctx, queue));
+    assert!(Queue::run_next(&mut ctx));
+    assert!(Queue::run_next(&mut ctx));
     ctx.queue.push(env(10, Aligned32([0; 3]), &drops));
     ctx.queue.push(env(11, (), &drops));
     assert_eq!(ctx.queue.len(), 10);
@@ -156,7 +163,7 @@ fn clear_drops_what_waits_behind_the_cursor_and_after_a_move() {
     assert_eq!(drops.get(), 12);
     assert!(ctx.queue.is_empty());
     assert_eq!(ctx.queue.capacity_bytes(), 0);
-    assert!(!Queue::run_next(&mut ctx, queue));
+    assert!(!Queue::run_next(&mut ctx));
 }
 
 #[test]
@@ -166,7 +173,7 @@ fn dropping_the_queue_drops_what_waits() {
         let mut ctx = Ctx::default();
         ctx.queue.push(env(1, [0u8; 100], &drops));
         ctx.queue.push(env(2, Aligned32([0; 3]), &drops));
-        assert!(Queue::run_next(&mut ctx, queue));
+        assert!(Queue::run_next(&mut ctx));
         ctx.queue.push(env(3, (), &drops));
     }
     assert_eq!(drops.get(), 3);
@@ -181,8 +188,8 @@ fn a_panic_while_delivering_drops_that_envelope_once_and_keeps_the_rest() {
     bad.panics = true;
     ctx.queue.push(bad);
     ctx.queue.push(env(3, 3u32, &drops));
-    assert!(Queue::run_next(&mut ctx, queue));
-    let caught = catch_unwind(AssertUnwindSafe(|| Queue::run_next(&mut ctx, queue)));
+    assert!(Queue::run_next(&mut ctx));
+    let caught = catch_unwind(AssertUnwindSafe(|| Queue::run_next(&mut ctx)));
     assert!(caught.is_err());
     assert_eq!(
         drops.get(),
@@ -285,7 +292,7 @@ proptest! {
                     pushed += 1;
                 }
                 Op::Run => {
-                    let ran = Queue::run_next(&mut ctx, queue);
+                    let ran = Queue::run_next(&mut ctx);
                     let expected = model.pop_front();
                     prop_assert_eq!(ran, expected.is_some());
                     if let Some(expected) = expected {

@@ -166,7 +166,7 @@ impl Core {
     /// Delivers the oldest queued envelope; `false` if none was waiting.
     #[inline]
     pub(crate) fn run_next(&mut self) -> bool {
-        Queue::run_next(self, |core| &mut core.queue)
+        Queue::run_next(self)
     }
 
     /// A handler panicked (caught by a panic boundary): its actor fails.
@@ -546,6 +546,14 @@ impl Core {
                 }
             }
         }
+    }
+}
+
+/// The queue's entries are delivered to the `Core` that holds it.
+impl crate::queue::Owner for Core {
+    #[inline(always)]
+    fn queue(&mut self) -> &mut Queue<Core> {
+        &mut self.queue
     }
 }
 

@@ -20,6 +20,14 @@ pub(crate) trait Envelope<C>: Sized + 'static {
     }
 }
 
+/// The context a queue delivers to, which owns the queue: a delivery
+/// finds it there (the entry that ends a wrapped ring's back stretch
+/// sends the reader to the start, and delivers the entry there).
+pub(crate) trait Owner: Sized + 'static {
+    /// The queue this context owns.
+    fn queue(&mut self) -> &mut super::Queue<Self>;
+}
+
 /// A context that looks ahead in its queue: [`Queue::look_ahead`](super::Queue::look_ahead) (which
 /// a delivery calls) gives it the [`hint`](Envelope::hint) of an entry [`LOOK_AHEAD`] entries (of
 /// three words) or fewer before that entry's delivery, once per entry, so

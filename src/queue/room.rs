@@ -1,8 +1,9 @@
-//! How the queue's buffer makes room and gives memory back: safe code
-//! over the queue's fields (its invariants are the queue's: entries from
-//! `read` to the end, moved only whole and in order).
+//! How the queue's ring makes room and gives memory back: safe code over
+//! the queue's fields (its invariants are the queue's: entries in the
+//! stretches `read..write`, or `read..end` and `0..write`, copied only
+//! whole and in order).
 
-use super::Queue;
+use super::{Owner, Queue, UNWRAPPED, Word};
 
 /// Words the buffer keeps whatever its use: above this, an emptied buffer
 /// used to less than a quarter of its capacity gives half of it back.
@@ -14,66 +15,132 @@ pub(super) const KEEP_WORDS: usize = 1024;
 /// messages, not once per 12 as with 64 words).
 pub(super) const MIN_WORDS: usize = 256;
 
-impl<C: 'static> Queue<C> {
-    /// Makes room for `words` more words: by starting again from the
-    /// beginning if the queue is empty, else by moving the waiting entries
-    /// to the start, else by growing (to [`MIN_WORDS`] at least).
+impl<C: Owner> Queue<C> {
+    /// Makes room for `words` more words at `write`: by starting again
+    /// from the beginning if the queue is empty; else, at the end of the
+    /// buffer, by going on at the start if the reader left room there
+    /// (wrapping the ring) or, wrapped, behind the reader as it is now;
+    /// else by growing (to twice the size, and [`MIN_WORDS`], at least),
+    /// the waiting entries copied to the start of the new buffer.
     ///
-    /// A backlog that grows slowly (a producer a little faster than its
-    /// consumer) is moved again and again as it fills more of the buffer:
-    /// about eight words copied per word pushed before the buffer grows.
-    /// Growing at a move instead (once what waits
-    /// fills four fifths of the buffer: under two words) was measured in
-    /// session 11 and not kept: the buffer then holds one doubling more
-    /// after a burst (heap per idle actor 299 → 333 bytes, per live entity
-    /// 745 → 787).
+    /// So a busy queue copies its entries only when it grows: once per
+    /// doubling, however slowly its backlog grows (a buffer whose entries
+    /// moved to its start when it filled copied about eight words per word
+    /// pushed, under a producer a little faster than its consumer).
     #[cold]
     #[inline(never)]
     pub(super) fn make_room(&mut self, words: usize) {
-        let waiting = self.words.len() - self.read;
+        let waiting = self.waiting_words();
         self.burst = self.burst.max(waiting + words);
-        if self.read == self.words.len() {
-            // Every entry was moved out already (ownership): nothing to drop.
-            self.words.clear();
+        if self.read == self.write {
+            // Empty: every entry was moved out already (ownership), nothing
+            // to drop.
             self.read = 0;
+            self.write = 0;
             self.ahead = 0;
-        } else if self.read > 0 {
-            // Moving the entries keeps (layout): the same words, in the same
-            // order, at an 8-aligned start; words before the start are gone.
-            // (look-ahead) `ahead` moves with them (behind `read`: to the start).
-            self.words.drain(..self.read);
-            self.ahead = self.ahead.saturating_sub(self.read);
-            self.read = 0;
-            self.shrink_while_busy(waiting + words);
+            self.limit = self.free_limit();
+        } else if self.end != UNWRAPPED {
+            // Wrapped: the reader moved on since `limit` was set.
+            self.limit = self.read - 1;
+        } else if words < self.read {
+            // At the end, with room before the reader: wrap, unless the
+            // buffer is far larger than its use (then the entries move to
+            // the start of a smaller one).
+            if !self.shrink_while_busy(waiting + words) {
+                self.wrap_writer();
+            }
         }
-        if self.words.capacity() - self.words.len() < words {
-            self.grown = self.grown.max(self.words.len() + words);
-            self.words.reserve(words.max(MIN_WORDS));
+        if self.write + words > self.limit {
+            let need = waiting + words;
+            self.grown = self.grown.max(need);
+            // A word more than needed: the last one stays free (`free_limit`).
+            let size = (need + 1).max(2 * self.buf.len()).max(MIN_WORDS);
+            self.relocate(size);
         }
     }
 
-    /// The waiting entries were moved to the start of a full buffer
-    /// (`now`: the words in use then): give half of it back if what was
-    /// used since the last move took less than an eighth of it, and the
-    /// buffer has not grown since the queue was last found empty. A queue
+    /// The reader took the [`Wrap`] entry at `end`: it goes on at the start
+    /// of the buffer, as the look-ahead does; the ring is not wrapped now.
+    pub(super) fn unwrap_reader(&mut self) {
+        self.read = 0;
+        self.ahead = 0;
+        self.end = UNWRAPPED;
+        self.limit = self.free_limit();
+    }
+
+    /// `limit` of a ring that is not wrapped: the buffer's last word is
+    /// kept free for a [`Wrap`] entry.
+    pub(super) fn free_limit(&self) -> usize {
+        self.buf.len().saturating_sub(1)
+    }
+
+    /// The stretches of waiting words, oldest first: `read..write`, or
+    /// wrapped, `read..end` and `0..write`.
+    pub(super) fn stretches(&self) -> [std::ops::Range<usize>; 2] {
+        if self.read <= self.write {
+            [self.read..self.write, 0..0]
+        } else {
+            [self.read..self.end, 0..self.write]
+        }
+    }
+
+    /// Words in use by waiting entries.
+    fn waiting_words(&self) -> usize {
+        let [back, front] = self.stretches();
+        back.len() + front.len()
+    }
+
+    /// Copies the waiting entries, in order, to the start of a new buffer
+    /// of `size` words (more than the waiting words), which replaces the
+    /// buffer: (layout) they are whole entries, copied as words, and the
+    /// old buffer's words are not read again; (look-ahead) `ahead` moves
+    /// with them.
+    fn relocate(&mut self, size: usize) {
+        let mut buf = Box::<[u64]>::new_uninit_slice(size);
+        let [back, front] = self.stretches();
+        // (layout) The stretches hold the entries (a `Wrap` entry is left out).
+        let copied = back.len() + front.len();
+        buf[..back.len()].copy_from_slice(&self.buf[back.clone()]);
+        buf[back.len()..copied].copy_from_slice(&self.buf[front]);
+        // `ahead`, at or past `read`, is in the back stretch (or its end):
+        // the same entry, `read` words earlier.
+        self.ahead = self.ahead.saturating_sub(back.start);
+        #[cfg(test)]
+        {
+            self.copied += copied;
+        }
+        self.buf = buf;
+        self.read = 0;
+        self.write = copied;
+        self.end = UNWRAPPED;
+        self.limit = self.free_limit();
+    }
+
+    /// The writer is at the end of the buffer and would go back to its
+    /// start (`now`: the words in use then): instead, give half of the
+    /// buffer back if what was used since the last time took less than an
+    /// eighth of it, and the buffer has not grown since the queue was last
+    /// found empty (the entries move to the start of the new one). A queue
     /// that never empties (a feeder's turns, each queued behind the
-    /// messages of the turn before) walks its whole buffer between two
-    /// moves; after a burst, that would be memory far larger than what
-    /// waits, every line of it written and read again from beyond the
-    /// cache. An eighth, so that the buffer stays at least four times what
-    /// waits, and a move copies a third of a word per word pushed at most.
+    /// messages of the turn before) walks its whole ring; after a burst,
+    /// that would be memory far larger than what waits, every line of it
+    /// written and read again from beyond the cache. An eighth, so that the
+    /// buffer stays at least four times what waits, and such a move copies
+    /// a third of a word per word pushed at most. `true` if it shrank.
     ///
-    /// What was used is seen only at a move, so a turn's peak may fall
-    /// between two: the buffer may then shrink below it, and grow again.
-    /// That growth keeps it from shrinking again while the queue does not
-    /// empty (it would otherwise shrink and grow on every turn of a feeder
-    /// whose turns fill it).
-    fn shrink_while_busy(&mut self, now: usize) {
-        let capacity = self.words.capacity();
-        if capacity > KEEP_WORDS && self.burst.max(self.grown) < capacity / 8 {
-            self.words.shrink_to(capacity / 2);
+    /// What was used is seen only when the writer reaches the end, so a
+    /// turn's peak may fall between two: the buffer may then shrink below
+    /// it, and grow again. That growth keeps it from shrinking again while
+    /// the queue does not empty (it would otherwise shrink and grow on
+    /// every turn of a feeder whose turns fill it).
+    fn shrink_while_busy(&mut self, now: usize) -> bool {
+        let size = self.buf.len();
+        let shrink = size > KEEP_WORDS && self.burst.max(self.grown) < size / 8;
+        if shrink {
+            self.relocate(size / 2);
         }
         self.burst = now;
+        shrink
     }
 
     /// The queue is empty (every entry was moved out): start again from the
@@ -83,12 +150,12 @@ impl<C: 'static> Queue<C> {
     pub(super) fn found_empty(&mut self) {
         if self.read > 0 {
             // Nothing to drop: every entry was moved out already (ownership).
-            self.burst = self.burst.max(self.words.len());
-            self.words.clear();
+            self.burst = self.burst.max(self.write);
             self.read = 0;
+            self.write = 0;
             self.ahead = 0;
         }
-        if self.words.capacity() > KEEP_WORDS {
+        if self.buf.len() > KEEP_WORDS {
             self.shrink_after_burst();
         }
         self.burst = 0;
@@ -99,9 +166,11 @@ impl<C: 'static> Queue<C> {
     /// than a quarter of the buffer.
     #[cold]
     fn shrink_after_burst(&mut self) {
-        let capacity = self.words.capacity();
-        if self.burst < capacity / 4 {
-            self.words.shrink_to(capacity / 2);
+        let size = self.buf.len();
+        if self.burst < size / 4 {
+            let half: Box<[Word]> = Box::<[u64]>::new_uninit_slice(size / 2);
+            self.buf = half;
+            self.limit = self.free_limit();
         }
     }
 }
