@@ -263,9 +263,8 @@ impl<C: Owner> Envelope<C> for Wrap {
 
 /// The FIFO queue of envelopes delivered to a context `C`.
 ///
-/// `repr(C)`, so that what a push and a delivery read (the buffer's
-/// address, `read`, `write`, `limit`) shares one cache line whatever the
-/// compiler would do: w1 ran 4 % slower with them spread.
+/// `repr(C)`: what a push and a delivery read (the buffer's address,
+/// `read`, `write`, `limit`) comes first, together.
 #[repr(C)]
 pub(crate) struct Queue<C: Owner> {
     /// The ring (every word of it usable).
