@@ -276,11 +276,11 @@ pub(crate) fn spawn_plain<A: Actor>(
             ..Rare::default()
         })
     });
-    let name = core
-        .type_names
-        .id(&core.shared.names, TypeId::of::<A>(), default_name::<A>)
-        .ok_or_else(default_name::<A>);
-    let hooks = known_hooks(core.type_names.hook_index(TypeId::of::<A>()), false);
+    let (name, index) =
+        core.type_names
+            .of(&core.shared.names, TypeId::of::<A>(), default_name::<A>);
+    let name = name.ok_or_else(default_name::<A>);
+    let hooks = known_hooks(index, false);
     let boxed = ActorBox {
         actor,
         extras: None,
