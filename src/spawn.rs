@@ -229,28 +229,30 @@ fn insert_cell(
         labels,
         ..
     } = core;
+    // The cell's key first (nothing else is stored meanwhile), so that
+    // the cell is made with its main address's key, not in a closure.
+    let me = actors.next_key();
     let mut made = None;
-    let me = actors.insert_with(|me| {
-        let main = match reserved {
-            Some(address) => {
-                let key = address.key();
-                made = Some(address.clone());
-                let added = routes.add_far_address(key, AddressInfo { owner: me, address });
-                debug_assert!(added, "checked above");
-                key
-            }
-            None => routes.add_address(|key| {
-                let address = match name {
-                    Ok(id) => Address::interned(shared.clone(), key, id, seq),
-                    Err(Cow::Owned(name)) => Address::owned_name(labels, shared, key, name, seq),
-                    Err(name) => Address::new(shared.clone(), key, name, seq, None),
-                };
-                made = Some(address.clone());
-                AddressInfo { owner: me, address }
-            }),
-        };
-        cell(main)
-    });
+    let main = match reserved {
+        Some(address) => {
+            let key = address.key();
+            made = Some(address.clone());
+            let added = routes.add_far_address(key, AddressInfo { owner: me, address });
+            debug_assert!(added, "checked above");
+            key
+        }
+        None => routes.add_address(|key| {
+            let address = match name {
+                Ok(id) => Address::interned(shared.clone(), key, id, seq),
+                Err(Cow::Owned(name)) => Address::owned_name(labels, shared, key, name, seq),
+                Err(name) => Address::new(shared.clone(), key, name, seq, None),
+            };
+            made = Some(address.clone());
+            AddressInfo { owner: me, address }
+        }),
+    };
+    let inserted = actors.insert(cell(main));
+    debug_assert!(inserted == me, "the key read before");
     (me, made.expect("made by add_address"))
 }
 
