@@ -180,7 +180,17 @@ impl<T> Arena<T> {
         key
     }
 
+    /// The key the next value stored gets (by [`insert`](Self::insert) or
+    /// [`insert_with`](Self::insert_with)), if nothing is stored before.
+    #[inline(always)]
+    pub(crate) fn next_key(&self) -> Key {
+        let idx = u32::try_from(self.slab.vacant_key())
+            .expect("more than 2^32 live entries in one arena");
+        Key::new(idx, self.next_generation)
+    }
+
     /// Stores a value.
+    #[inline(always)]
     pub(crate) fn insert(&mut self, value: T) -> Key {
         self.insert_with(|_| value)
     }

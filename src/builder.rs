@@ -127,6 +127,15 @@ pub struct Builder<'a, A: Actor, T = Here<A>> {
     core: &'a mut Core,
     parent: Parent,
     target: T,
+    /// What was set beyond the actor: `None` until a setting is given (a
+    /// builder made for a spawn writes one word of it, not every default).
+    set: Option<Set>,
+    _actor: PhantomData<fn() -> A>,
+}
+
+/// The settings of a [`Builder`], once one is given.
+#[derive(Default)]
+struct Set {
     name: Option<Cow<'static, str>>,
     config: ActorConfig,
     /// Boxed: most actors are no supervisors, and a builder is moved about.
@@ -134,16 +143,35 @@ pub struct Builder<'a, A: Actor, T = Here<A>> {
     registry: Option<Address>,
     register_as: Vec<Cow<'static, str>>,
     supervision: SupervisionConfig,
-    _actor: PhantomData<fn() -> A>,
+}
+
+impl Set {
+    /// `true` if every setting is the default one.
+    fn is_default(&self) -> bool {
+        self.name.is_none()
+            && self.config == ActorConfig::default()
+            && self.supervisor.is_none()
+            && self.registry.is_none()
+            && self.register_as.is_empty()
+            && !self.supervision.is_set()
+    }
 }
 
 impl<A: Actor, T: fmt::Debug> fmt::Debug for Builder<'_, A, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let default;
+        let set = match &self.set {
+            Some(set) => set,
+            None => {
+                default = Set::default();
+                &default
+            }
+        };
         f.debug_struct("Builder")
             .field("target", &self.target)
-            .field("name", &self.name)
-            .field("config", &self.config)
-            .field("supervision", &self.supervision)
+            .field("name", &set.name)
+            .field("config", &set.config)
+            .field("supervision", &set.supervision)
             .finish_non_exhaustive()
     }
 }
@@ -206,45 +234,45 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
             core,
             parent,
             target,
-            name: None,
-            config: ActorConfig::default(),
-            supervisor: None,
-            registry: None,
-            register_as: Vec::new(),
-            supervision: SupervisionConfig::default(),
+            set: None,
             _actor: PhantomData,
         }
     }
 
+    /// The settings, made (all default) on the first one given.
+    fn set(&mut self) -> &mut Set {
+        self.set.get_or_insert_with(Set::default)
+    }
+
     /// Names the actor (default: its type name); the name shows in its address.
     pub fn name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
-        self.name = Some(name.into());
+        self.set().name = Some(name.into());
         self
     }
 
     /// Fails init with `InitTimeout` if it takes longer than `timeout`.
     pub fn init_timeout(mut self, timeout: Duration) -> Self {
-        self.config.init_timeout = Some(timeout);
+        self.set().config.init_timeout = Some(timeout);
         self
     }
 
     /// Treats a shutdown longer than `timeout` as a contract violation.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
-        self.config.shutdown_timeout = Some(timeout);
+        self.set().config.shutdown_timeout = Some(timeout);
         self
     }
 
     /// Makes the actor a supervisor: it can spawn children, and its lifecycle
     /// waits for theirs.
     pub fn supervisor(mut self, config: SupervisorConfig) -> Self {
-        self.supervisor = Some(Box::new(config));
+        self.set().supervisor = Some(Box::new(config));
         self
     }
 
     /// Registers the actor's main address under `name` in its registry while it
     /// initializes; init fails with `AlreadyRegistered` if the name is taken.
     pub fn register_as(mut self, name: impl Into<Cow<'static, str>>) -> Self {
-        self.register_as.push(name.into());
+        self.set().register_as.push(name.into());
         self
     }
 
@@ -253,7 +281,7 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
     /// [`Context::discover`](crate::Context::discover) (default: the one the
     /// supervisor uses, inherited down the tree).
     pub fn registry(mut self, registry: &Address) -> Self {
-        self.registry = Some(registry.clone());
+        self.set().registry = Some(registry.clone());
         self
     }
 
@@ -262,20 +290,20 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
     /// as often as the restart limit allows (default: 3 restarts in 5 s).
     /// Needs a factory: spawn with `spawn_with` (or `spawn_on`).
     pub fn restart(mut self, policy: RestartPolicy) -> Self {
-        self.supervision.policy = policy;
+        self.set().supervision.policy = policy;
         self
     }
 
     /// Waits `delay` before each restart (default: none).
     pub fn restart_delay(mut self, delay: Duration) -> Self {
-        self.supervision.delay = delay;
+        self.set().supervision.delay = delay;
         self
     }
 
     /// Doubles the restart delay with each restart within the limit's
     /// period (back-off), up to `max`.
     pub fn restart_backoff(mut self, max: Duration) -> Self {
-        self.supervision.max_delay = Some(max);
+        self.set().supervision.max_delay = Some(max);
         self
     }
 
@@ -283,8 +311,8 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
     /// (default: 3 in 5 s); the error that then reaches the supervisor's
     /// decision has the code [`ErrorCode::RestartLimit`](crate::ErrorCode::RestartLimit).
     pub fn restart_limit(mut self, restarts: u32, period: Duration) -> Self {
-        self.supervision.limit = restarts;
-        self.supervision.period = period;
+        self.set().supervision.limit = restarts;
+        self.set().supervision.period = period;
         self
     }
 
@@ -292,14 +320,14 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
     /// reached), its supervisor shuts down too, with `FailureEscalation` as
     /// its reason, and the supervisor's own supervisor decides in turn.
     pub fn escalate_failure(mut self) -> Self {
-        self.supervision.escalate = true;
+        self.set().supervision.escalate = true;
         self
     }
 
     /// When the actor ends at all and is not restarted, its supervisor shuts
     /// down too (normally if the actor ended normally).
     pub fn autoshutdown_supervisor(mut self) -> Self {
-        self.supervision.autoshutdown = true;
+        self.set().supervision.autoshutdown = true;
         self
     }
 
@@ -310,14 +338,17 @@ impl<'a, A: Actor, T> Builder<'a, A, T> {
             core,
             parent,
             target,
+            set,
+            ..
+        } = self;
+        let Set {
             name,
             config,
             supervisor,
             registry,
             register_as,
             supervision,
-            ..
-        } = self;
+        } = set.unwrap_or_default();
         let (parent, inherited) = match parent {
             Parent::Invalid(error) => return Err(error),
             Parent::Root => (None, None),
@@ -393,27 +424,38 @@ impl<'a, A: Actor> Builder<'a, A> {
     /// [`ErrorCode::InvalidArgument`] for a restart policy without a factory, or
     /// supervision settings on a root (it has no supervisor).
     pub fn finish(self) -> Result<Address> {
-        if let Parent::Local(parent) = self.parent
-            && self.is_plain()
-            && let Builder {
-                core,
-                target:
-                    Here {
-                        source: Source::Value(actor),
-                        plugins,
-                    },
-                name,
-                supervisor,
-                registry,
-                register_as,
-                ..
-            } = self
-        {
-            // All empty (`is_plain`: nothing was set, and what is set is
-            // never taken back): nothing to drop, so no drop code runs.
-            std::mem::forget((plugins, name, supervisor, registry, register_as));
-            return finish_plain(core, parent, actor);
+        match self.parent {
+            Parent::Local(parent)
+                if self.is_plain() && matches!(self.target.source, Source::Value(_)) =>
+            {
+                self.finish_plain(parent)
+            }
+            _ => self.finish_set(),
         }
+    }
+
+    /// [`finish`](Builder::finish-1) for a plain child (`is_plain`, made from
+    /// a value) of the supervisor at `parent`: the builder is taken apart
+    /// whole, so that nothing of it is kept for a drop.
+    #[inline(always)]
+    fn finish_plain(self, parent: Key) -> Result<Address> {
+        let Builder {
+            core,
+            target: Here { source, plugins },
+            set,
+            ..
+        } = self;
+        // All empty (`is_plain`: nothing was set, and what is set is
+        // never taken back): nothing to drop, so no drop code runs.
+        std::mem::forget((plugins, set));
+        let Source::Value(actor) = source else {
+            unreachable!("checked by finish")
+        };
+        finish_plain(core, parent, actor)
+    }
+
+    /// [`finish`](Builder::finish-1) with settings to check and carry.
+    fn finish_set(self) -> Result<Address> {
         let has_factory = matches!(self.target.source, Source::Factory(_));
         let Prepared {
             core,
@@ -521,13 +563,7 @@ impl<A: Actor> Builder<'_, A> {
     /// `true` if nothing was set but the actor: no name, timeouts,
     /// supervisor config, registry, names, supervision or plugins.
     fn is_plain(&self) -> bool {
-        self.name.is_none()
-            && self.config == ActorConfig::default()
-            && self.supervisor.is_none()
-            && self.registry.is_none()
-            && self.register_as.is_empty()
-            && self.target.plugins.is_empty()
-            && !self.supervision.is_set()
+        self.set.as_ref().is_none_or(Set::is_default) && self.target.plugins.is_empty()
     }
 }
 

@@ -131,6 +131,9 @@ pub(crate) struct TypeNames {
     /// The last type asked about in `hooks`, and its index: a spawn loop
     /// makes one type.
     last_hooks: Option<(TypeId, u16)>,
+    /// The last type a spawn asked about ([`of`](TypeNames::of)), with its
+    /// name id and hook index: one compare of the type for both.
+    last_spawned: Option<(TypeId, NameId, u16)>,
 }
 
 /// The most actor types whose hooks are recorded (indexes below
@@ -138,6 +141,39 @@ pub(crate) struct TypeNames {
 pub(crate) const MAX_HOOK_RECORDS: usize = 0x7fff;
 
 impl TypeNames {
+    /// The id of `ty`'s default name (as [`id`](Self::id)) and the index of
+    /// its record of hooks (as [`hook_index`](Self::hook_index)), with one
+    /// look at the last type a spawn made.
+    #[inline]
+    pub(crate) fn of(
+        &mut self,
+        names: &Names,
+        ty: TypeId,
+        make: impl FnOnce() -> Cow<'static, str>,
+    ) -> (Option<NameId>, u16) {
+        if let Some((last, id, index)) = self.last_spawned
+            && last == ty
+        {
+            return (Some(id), index);
+        }
+        self.of_slow(names, ty, make)
+    }
+
+    /// [`of`](Self::of) for a type other than the last one a spawn made.
+    #[inline(never)]
+    fn of_slow(
+        &mut self,
+        names: &Names,
+        ty: TypeId,
+        make: impl FnOnce() -> Cow<'static, str>,
+    ) -> (Option<NameId>, u16) {
+        let (id, index) = (self.id(names, ty, make), self.hook_index(ty));
+        if let Some(id) = id {
+            self.last_spawned = Some((ty, id, index));
+        }
+        (id, index)
+    }
+
     /// The id of `ty`'s default name in `names`, interning it on first use.
     #[inline]
     pub(crate) fn id(

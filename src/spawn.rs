@@ -229,28 +229,30 @@ fn insert_cell(
         labels,
         ..
     } = core;
+    // The cell's key first (nothing else is stored meanwhile), so that
+    // the cell is made with its main address's key, not in a closure.
+    let me = actors.next_key();
     let mut made = None;
-    let me = actors.insert_with(|me| {
-        let main = match reserved {
-            Some(address) => {
-                let key = address.key();
-                made = Some(address.clone());
-                let added = routes.add_far_address(key, AddressInfo { owner: me, address });
-                debug_assert!(added, "checked above");
-                key
-            }
-            None => routes.add_address(|key| {
-                let address = match name {
-                    Ok(id) => Address::interned(shared.clone(), key, id, seq),
-                    Err(Cow::Owned(name)) => Address::owned_name(labels, shared, key, name, seq),
-                    Err(name) => Address::new(shared.clone(), key, name, seq, None),
-                };
-                made = Some(address.clone());
-                AddressInfo { owner: me, address }
-            }),
-        };
-        cell(main)
-    });
+    let main = match reserved {
+        Some(address) => {
+            let key = address.key();
+            made = Some(address.clone());
+            let added = routes.add_far_address(key, AddressInfo { owner: me, address });
+            debug_assert!(added, "checked above");
+            key
+        }
+        None => routes.add_address(|key| {
+            let address = match name {
+                Ok(id) => Address::interned(shared.clone(), key, id, seq),
+                Err(Cow::Owned(name)) => Address::owned_name(labels, shared, key, name, seq),
+                Err(name) => Address::new(shared.clone(), key, name, seq, None),
+            };
+            made = Some(address.clone());
+            AddressInfo { owner: me, address }
+        }),
+    };
+    let inserted = actors.insert(cell(main));
+    debug_assert!(inserted == me, "the key read before");
     (me, made.expect("made by add_address"))
 }
 
@@ -276,11 +278,11 @@ pub(crate) fn spawn_plain<A: Actor>(
             ..Rare::default()
         })
     });
-    let name = core
-        .type_names
-        .id(&core.shared.names, TypeId::of::<A>(), default_name::<A>)
-        .ok_or_else(default_name::<A>);
-    let hooks = known_hooks(core.type_names.hook_index(TypeId::of::<A>()), false);
+    let (name, index) =
+        core.type_names
+            .of(&core.shared.names, TypeId::of::<A>(), default_name::<A>);
+    let name = name.ok_or_else(default_name::<A>);
+    let hooks = known_hooks(index, false);
     let boxed = ActorBox {
         actor,
         extras: None,

@@ -349,7 +349,7 @@ pub(crate) fn on_init(core: &mut Core, me: Key) {
             if cell.supervisor.is_none() && skips(&core.type_names, Hook::InitStart, hooks) {
                 set_cell_state(&core.routes, cell, ActorState::Initialized);
                 let local = cell.parent.is_some();
-                let leaf = supervisor::local::Leaf::of(cell);
+                let leaf = supervisor::local::Leaf::at_init(cell);
                 return init_finish_plain(core, me, hooks, local, leaf);
             }
         }
@@ -384,7 +384,7 @@ fn init_plain(core: &mut Core, me: Key) -> bool {
     }
     set_cell_state(&core.routes, cell, ActorState::Initialized);
     let (hooks, local) = (cell.hooks, cell.parent.is_some());
-    let leaf = supervisor::local::Leaf::of(cell);
+    let leaf = supervisor::local::Leaf::at_init(cell);
     init_finish_plain(core, me, hooks, local, leaf);
     true
 }

@@ -52,6 +52,7 @@ impl<R> Default for Records<R> {
 
 impl<R: Default> Records<R> {
     /// Stores a value; its key.
+    #[inline(always)]
     pub(super) fn insert(&mut self, value: R) -> Key {
         let generation = self.next_generation;
         // Skips `VACANT` when the counter wraps.

@@ -51,10 +51,21 @@ impl Leaf {
     /// The leaf at `cell`, if it is an idle leaf with a supervisor here.
     #[inline]
     pub(crate) fn of(cell: &ActorCell) -> Option<Leaf> {
+        match idle_leaf(cell) {
+            true => Leaf::at_init(cell),
+            false => None,
+        }
+    }
+
+    /// [`Leaf::of`] at the delivery of the leaf's `Init` (`lifecycle::on_init`,
+    /// run by the dispatch loop, never inside a hook or handler): none of
+    /// its code runs then, so it is not asked whether it is busy.
+    #[inline]
+    pub(crate) fn at_init(cell: &ActorCell) -> Option<Leaf> {
         let Some(Parent::Local {
             key: sup_address,
             slot,
-        }) = cell.parent().filter(|_| idle_leaf(cell))
+        }) = cell.parent().filter(|_| cell.supervisor.is_none())
         else {
             return None;
         };
