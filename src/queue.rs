@@ -12,8 +12,9 @@
 //! does not fit there, the writer goes back to the start if the reader has
 //! left room before itself (the ring is then *wrapped*: the entries run
 //! from `read` to `end`, then from the start to `write`), else the buffer
-//! grows (to twice its size at least), its waiting entries copied to the
-//! start of the new one, in order. A wrapped ring's entries from `read`
+//! grows (to twice its size at least, reallocated: the entries stay where
+//! they are, and a wrapped ring's entries at the start are copied to
+//! follow the others). A wrapped ring's entries from `read`
 //! end with a `Wrap` entry, whose delivery sends the reader to the start:
 //! the reader has no check of its own to make. So a waiting entry is copied only when
 //! the buffer grows, however long the queue stays busy. When the queue is
@@ -267,8 +268,10 @@ impl<C: Owner> Envelope<C> for Wrap {
 /// `read`, `write`, `limit`) comes first, together.
 #[repr(C)]
 pub(crate) struct Queue<C: Owner> {
-    /// The ring (every word of it usable).
-    buf: Box<[Word]>,
+    /// The ring: every word of it usable, its length its capacity (the
+    /// words need no initializing), so that growing reallocates in place
+    /// where the allocator can.
+    buf: Vec<Word>,
     /// The oldest entry.
     read: usize,
     /// Where the next entry goes.
@@ -305,7 +308,7 @@ pub(crate) struct Queue<C: Owner> {
 impl<C: Owner> Default for Queue<C> {
     fn default() -> Self {
         Queue {
-            buf: Box::default(),
+            buf: Vec::new(),
             read: 0,
             write: 0,
             end: UNWRAPPED,
@@ -576,7 +579,7 @@ impl<C: Owner> Queue<C> {
             unsafe { (vtable.drop)(payload) };
         }
         // Empty: `take_front` put both cursors at the start.
-        self.buf = Box::default();
+        self.buf = Vec::new();
         self.limit = self.free_limit();
     }
 

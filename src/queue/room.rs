@@ -20,8 +20,9 @@ impl<C: Owner> Queue<C> {
     /// from the beginning if the queue is empty; else, at the end of the
     /// buffer, by going on at the start if the reader left room there
     /// (wrapping the ring) or, wrapped, behind the reader as it is now;
-    /// else by growing (to twice the size, and [`MIN_WORDS`], at least),
-    /// the waiting entries copied to the start of the new buffer.
+    /// else by growing (to twice the size, and [`MIN_WORDS`], at least):
+    /// the buffer is reallocated, and a wrapped ring's entries at the
+    /// start are copied to follow the others.
     ///
     /// So a busy queue copies its entries only when it grows: once per
     /// doubling, however slowly its backlog grows (a buffer whose entries
@@ -55,7 +56,7 @@ impl<C: Owner> Queue<C> {
             self.grown = self.grown.max(need);
             // A word more than needed: the last one stays free (`free_limit`).
             let size = (need + 1).max(2 * self.buf.len()).max(MIN_WORDS);
-            self.relocate(size);
+            self.grow(size);
         }
     }
 
@@ -90,13 +91,35 @@ impl<C: Owner> Queue<C> {
         back.len() + front.len()
     }
 
+    /// Grows the buffer to `size` words (more than the waiting words) by
+    /// reallocating it (in place where the allocator can; else its words
+    /// are copied, in place): (layout) the entries keep their positions;
+    /// a wrapped ring's front stretch is then copied to follow its back
+    /// stretch, over the `Wrap` entry, and the ring is not wrapped any
+    /// more; (look-ahead) `ahead`, in the back stretch, stays.
+    fn grow(&mut self, size: usize) {
+        let old = self.buf.len();
+        self.buf.reserve_exact(size - old);
+        self.buf.resize(self.buf.capacity(), Word::uninit());
+        if self.end != UNWRAPPED {
+            let (end, front) = (self.end, self.write);
+            // `front <= read - 1 < end`: the stretches do not overlap, and
+            // `end + front < old + read <= size`.
+            self.buf.copy_within(0..front, end);
+            self.note_copied(front);
+            self.write = end + front;
+            self.end = UNWRAPPED;
+        }
+        self.limit = self.free_limit();
+    }
+
     /// Copies the waiting entries, in order, to the start of a new buffer
     /// of `size` words (more than the waiting words), which replaces the
     /// buffer: (layout) they are whole entries, copied as words, and the
     /// old buffer's words are not read again; (look-ahead) `ahead` moves
     /// with them.
     fn relocate(&mut self, size: usize) {
-        let mut buf = Box::<[u64]>::new_uninit_slice(size);
+        let mut buf = vec![Word::uninit(); size];
         let [back, front] = self.stretches();
         // (layout) The stretches hold the entries (a `Wrap` entry is left out).
         let copied = back.len() + front.len();
@@ -105,15 +128,21 @@ impl<C: Owner> Queue<C> {
         // `ahead`, at or past `read`, is in the back stretch (or its end):
         // the same entry, `read` words earlier.
         self.ahead = self.ahead.saturating_sub(back.start);
-        #[cfg(test)]
-        {
-            self.copied += copied;
-        }
+        self.note_copied(copied);
         self.buf = buf;
         self.read = 0;
         self.write = copied;
         self.end = UNWRAPPED;
         self.limit = self.free_limit();
+    }
+
+    /// Counts words copied (for the tests).
+    #[inline(always)]
+    fn note_copied(&mut self, _words: usize) {
+        #[cfg(test)]
+        {
+            self.copied += _words;
+        }
     }
 
     /// The writer is at the end of the buffer and would go back to its
@@ -168,8 +197,7 @@ impl<C: Owner> Queue<C> {
     fn shrink_after_burst(&mut self) {
         let size = self.buf.len();
         if self.burst < size / 4 {
-            let half: Box<[Word]> = Box::<[u64]>::new_uninit_slice(size / 2);
-            self.buf = half;
+            self.buf = vec![Word::uninit(); size / 2];
             self.limit = self.free_limit();
         }
     }
