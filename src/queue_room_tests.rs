@@ -1,4 +1,4 @@
-//! The queue's buffer: how it grows, moves what waits, and gives memory
+//! The queue's ring: how it wraps, grows, and gives memory
 //! back (`queue/room.rs`), with the entries delivered in order and each
 //! dropped once.
 
@@ -8,8 +8,8 @@ use super::*;
 #[test]
 fn growth_while_draining_keeps_order_and_memory() {
     // Each delivery pushes, and pushes come between deliveries, so the
-    // buffer fills while the cursor is past its start: the waiting entries
-    // move to the start, or the buffer grows (and reallocates), many times
+    // buffer fills while the cursor is past its start: the writer wraps to
+    // the start, or the buffer grows (and reallocates), many times
     // over; then the burst ends and the buffer shrinks.
     let drops = Rc::new(Cell::new(0));
     let mut ctx = Ctx::default();
@@ -63,7 +63,7 @@ fn a_queue_that_never_empties_gives_a_burst_back() {
     // A burst of 5,000 entries grows the buffer, and is delivered; then a
     // stream where 100 entries always wait (each delivery pushes one, so
     // the queue is never found empty again) walks the buffer from end to
-    // end: the waiting entries move to its start each time it is full,
+    // end: the writer wraps to its start each time it reaches the end,
     // and it gives memory back then, down to a few times what waits (an
     // entry is five words), in order.
     let drops = Rc::new(Cell::new(0));
@@ -104,7 +104,7 @@ fn a_feeder_s_turns_do_not_make_the_buffer_shrink_and_grow_again() {
     // to a whole batch. An entry is four words here: a turn is 4,004, and
     // the buffer, grown to 4,096 by the first turn, is full each turn
     // with the turn's first 23 entries waiting. It must not shrink then
-    // (the turn's peak fell between two moves) only to grow again at once,
+    // (the turn's peak fell between two wraps) only to grow again at once,
     // turn after turn.
     let drops = Rc::new(Cell::new(0));
     let mut ctx = Ctx::default();
