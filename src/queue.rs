@@ -66,6 +66,7 @@ mod envelope;
 mod room;
 use envelope::Boxed;
 pub(crate) use envelope::{Envelope, LOOK_AHEAD, LookAhead, Owner};
+use room::Wrap;
 
 /// A message lent to its handlers, its type erased: a `&'a M` that can be
 /// had back only as a `&'a M`. Like `&dyn Any`, but the check is a compare
@@ -246,21 +247,6 @@ unsafe fn drop_in_place<E>(payload: *mut Word) {
 
 /// `Queue::end` of a ring that is not wrapped.
 const UNWRAPPED: usize = usize::MAX;
-
-/// The entry that ends the back stretch of a wrapped ring (at `end`): its
-/// delivery sends the reader to the start of the buffer and delivers the
-/// entry there (there is one: the ring wraps for a push). So the reader's
-/// way through the ring is the same code as through a buffer: no check of
-/// its own per entry.
-struct Wrap;
-
-impl<C: Owner> Envelope<C> for Wrap {
-    fn deliver(self, ctx: &mut C) {
-        ctx.queue().unwrap_reader();
-        let delivered = Queue::run_next(ctx);
-        debug_assert!(delivered, "the ring wrapped for a push");
-    }
-}
 
 /// The FIFO queue of envelopes delivered to a context `C`.
 ///

@@ -3,7 +3,7 @@
 //! stretches `read..write`, or `read..end` and `0..write`, copied only
 //! whole and in order).
 
-use super::{Owner, Queue, UNWRAPPED, Word};
+use super::{Envelope, Owner, Queue, UNWRAPPED, Word};
 
 /// Words the buffer keeps whatever its use: above this, an emptied buffer
 /// used to less than a quarter of its capacity gives half of it back.
@@ -14,6 +14,21 @@ pub(super) const KEEP_WORDS: usize = 1024;
 /// `MIN_WORDS` words of messages (2 KiB: w1 makes room once per 51
 /// messages, not once per 12 as with 64 words).
 pub(super) const MIN_WORDS: usize = 256;
+
+/// The entry that ends the back stretch of a wrapped ring (at `end`): its
+/// delivery sends the reader to the start of the buffer and delivers the
+/// entry there (there is one: the ring wraps for a push). So the reader's
+/// way through the ring is the same code as through a buffer: no check of
+/// its own per entry.
+pub(super) struct Wrap;
+
+impl<C: Owner> Envelope<C> for Wrap {
+    fn deliver(self, ctx: &mut C) {
+        ctx.queue().unwrap_reader();
+        let delivered = Queue::run_next(ctx);
+        debug_assert!(delivered, "the ring wrapped for a push");
+    }
+}
 
 impl<C: Owner> Queue<C> {
     /// Makes room for `words` more words at `write`: by starting again
