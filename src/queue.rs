@@ -14,16 +14,17 @@
 //! from `read` to `end`, then from the start to `write`), else the buffer
 //! grows (to twice its size at least, reallocated: the entries stay where
 //! they are, and a wrapped ring's entries at the start are copied to
-//! follow the others). A wrapped ring's entries from `read`
-//! end with a `Wrap` entry, whose delivery sends the reader to the start:
-//! the reader has no check of its own to make. So a waiting entry is copied only when
-//! the buffer grows, however long the queue stays busy. When the queue is
-//! found empty, both cursors go back to the start. After a burst, a buffer
-//! whose last use (since it was last found empty) took less than a quarter
-//! of it gives half of it back, when it is found empty; and one that never
-//! empties gives half back when the writer would go back to the start, if
-//! its use since it last did took less than an eighth of it and it has not
-//! grown since it was last found empty (`room.rs`).
+//! follow the others). A wrapped ring's entries from `read` end with a
+//! `Wrap` entry, whose delivery sends the reader to the start: the reader
+//! has no check of its own to make. So waiting entries are copied only
+//! when the buffer grows or gives memory back, however long the queue
+//! stays busy. When the queue is found empty, both cursors go back to the
+//! start. After a burst, a buffer whose last use (since it was last found
+//! empty) took less than a quarter of it gives half of it back, when it is
+//! found empty; and one that never empties gives half back when the writer
+//! would go back to the start, if its use since it last did took less than
+//! an eighth of it and it has not grown since it was last found empty
+//! (`room.rs`).
 //!
 //! This is the crate's only `unsafe` module. The invariants:
 //!
@@ -399,9 +400,9 @@ impl<C: Owner> Queue<C> {
     #[inline]
     fn take_front(&mut self) -> Option<(&'static VTable<C>, *mut Word)> {
         if self.read == self.write {
-            // Empty (wrapped, `write < read`), and no pointer into the
-            // buffer is live: start again from the beginning, and give
-            // memory back after a burst.
+            // Empty (never while wrapped: then `write < read`), and no
+            // pointer into the buffer is live: start again from the
+            // beginning, and give memory back after a burst.
             self.found_empty();
             return None;
         }

@@ -212,7 +212,10 @@ impl<C: Owner> Queue<C> {
     fn shrink_after_burst(&mut self) {
         let size = self.buf.len();
         if self.burst < size / 4 {
-            self.buf = vec![Word::uninit(); size / 2];
+            // Nothing waits: the first half is kept, reallocated in place
+            // (no new buffer, no copy of words that hold nothing).
+            self.buf.truncate(size / 2);
+            self.buf.shrink_to_fit();
             self.limit = self.free_limit();
         }
     }
