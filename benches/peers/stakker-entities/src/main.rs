@@ -90,12 +90,28 @@ impl Entity {
     }
 }
 
-/// commutator's `scatter`: a stride prime to `keys`.
-fn key_at(i: u64, keys: u64, in_order: bool) -> u64 {
-    if in_order {
-        i % keys
-    } else {
-        (i % keys).wrapping_mul(48_271) % keys
+/// commutator's `Keys`: the keys from the `i`th on, in order or by a
+/// stride prime to `keys`, each the last plus a step (no division per
+/// message).
+struct Keys {
+    next: u64,
+    step: u64,
+    keys: u64,
+}
+impl Keys {
+    fn at(i: u64, keys: u64, in_order: bool) -> Keys {
+        let (next, step) = match in_order {
+            true => (i % keys, 1 % keys),
+            false => ((i % keys).wrapping_mul(48_271) % keys, 48_271 % keys),
+        };
+        Keys { next, step, keys }
+    }
+    #[inline]
+    fn take(&mut self) -> u64 {
+        let key = self.next;
+        let next = key + self.step;
+        self.next = if next >= self.keys { next - self.keys } else { next };
+        key
     }
 }
 
@@ -111,8 +127,9 @@ impl Feeder {
     }
     fn batch(&mut self, cx: CX![]) {
         let end = (self.sent + BATCH).min(self.total);
+        let mut keys = Keys::at(self.sent, self.actors.len() as u64, self.in_order);
         while self.sent < end {
-            let at = key_at(self.sent, self.actors.len() as u64, self.in_order);
+            let at = keys.take();
             call!([self.actors[at as usize]], hit());
             self.sent += 1;
         }
