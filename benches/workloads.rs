@@ -25,6 +25,7 @@
 #[cfg(all(unix, any(feature = "tokio", feature = "calloop")))]
 mod backends;
 mod entities;
+mod keys;
 mod pools;
 mod threads;
 

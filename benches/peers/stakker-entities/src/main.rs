@@ -10,6 +10,11 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+/// commutator's key sequence, the same file.
+#[path = "../../../workloads/keys.rs"]
+mod keys;
+use keys::Keys;
+
 const N_PINGPONG: u64 = 10_000_000;
 const N_LIVE: u64 = 100_000;
 const N_STEADY: u64 = 10_000_000;
@@ -87,31 +92,6 @@ impl Entity {
         if hits == self.target {
             self.done.set(true);
         }
-    }
-}
-
-/// commutator's `Keys`: the keys from the `i`th on, in order or by a
-/// stride prime to `keys`, each the last plus a step (no division per
-/// message).
-struct Keys {
-    next: u64,
-    step: u64,
-    keys: u64,
-}
-impl Keys {
-    fn at(i: u64, keys: u64, in_order: bool) -> Keys {
-        let (next, step) = match in_order {
-            true => (i % keys, 1 % keys),
-            false => ((i % keys).wrapping_mul(48_271) % keys, 48_271 % keys),
-        };
-        Keys { next, step, keys }
-    }
-    #[inline]
-    fn take(&mut self) -> u64 {
-        let key = self.next;
-        let next = key + self.step;
-        self.next = if next >= self.keys { next - self.keys } else { next };
-        key
     }
 }
 
